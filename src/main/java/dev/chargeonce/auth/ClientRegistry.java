@@ -1,0 +1,61 @@
+package dev.chargeonce.auth;
+
+import dev.chargeonce.idempotency.Fingerprint;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.security.MessageDigest;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+/**
+ * The API clients, from {@code chargeonce.auth.clients}: {@code client-id:sha256-hex-of-api-key,...}. Only
+ * hashes are configured, so neither the config nor a heap dump holds a usable key.
+ */
+@ApplicationScoped
+public class ClientRegistry {
+
+    private final Map<String, String> clientByKeyHash = new HashMap<>();
+
+    ClientRegistry(@ConfigProperty(name = "chargeonce.auth.clients") String clients) {
+        for (String entry : clients.split(",")) {
+            String trimmed = entry.trim();
+            if (trimmed.isEmpty()) {
+                continue;
+            }
+            int colon = trimmed.indexOf(':');
+            if (colon <= 0 || colon == trimmed.length() - 1) {
+                throw new IllegalArgumentException("chargeonce.auth.clients: expected client-id:sha256-hex, got an entry without ':'");
+            }
+            String clientId = trimmed.substring(0, colon);
+            String hash = trimmed.substring(colon + 1).toLowerCase();
+            if (!hash.matches("[0-9a-f]{64}")) {
+                throw new IllegalArgumentException("chargeonce.auth.clients: the hash of client " + clientId + " is not 64 hex digits");
+            }
+            if (clientByKeyHash.put(hash, clientId) != null) {
+                throw new IllegalArgumentException("chargeonce.auth.clients: two clients share one API key");
+            }
+        }
+    }
+
+    /** The client that owns this bearer token, if any. */
+    public Optional<String> authenticate(String apiKey) {
+        if (apiKey == null || apiKey.isEmpty()) {
+            return Optional.empty();
+        }
+        String hash = Fingerprint.sha256Hex(apiKey);
+        // The map lookup is by a hash of the secret, not by the secret; the final compare is constant-time anyway.
+        String clientId = clientByKeyHash.get(hash);
+        if (clientId == null) {
+            return Optional.empty();
+        }
+        for (Map.Entry<String, String> e : clientByKeyHash.entrySet()) {
+            if (e.getValue().equals(clientId) && MessageDigest.isEqual(e.getKey().getBytes(StandardCharsets.US_ASCII),
+                    hash.getBytes(StandardCharsets.US_ASCII))) {
+                return Optional.of(clientId);
+            }
+        }
+        return Optional.empty();
+    }
+}

@@ -1,0 +1,71 @@
+package dev.chargeonce.charge;
+
+import dev.chargeonce.stripe.StripeOutcome;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import jakarta.enterprise.context.ApplicationScoped;
+
+/** Counters of the charge path. Tags are fixed, low-cardinality words: never a key, a client or an amount. */
+@ApplicationScoped
+public class ChargeMetrics {
+
+    private final MeterRegistry registry;
+    private final Counter replays;
+    private final Counter conflicts;
+    private final Counter mismatches;
+    private final Counter takeovers;
+    private final Counter fencedOut;
+    private final Counter lookupResolved;
+    private final Counter parked;
+
+    ChargeMetrics(MeterRegistry registry) {
+        this.registry = registry;
+        this.replays = registry.counter("chargeonce.replays");
+        this.conflicts = registry.counter("chargeonce.conflicts");
+        this.mismatches = registry.counter("chargeonce.mismatches");
+        this.takeovers = registry.counter("chargeonce.takeovers");
+        this.fencedOut = registry.counter("chargeonce.fenced.out");
+        this.lookupResolved = registry.counter("chargeonce.lookup.resolved");
+        this.parked = registry.counter("chargeonce.reconciliation.parked");
+    }
+
+    void stripeOutcome(StripeOutcome outcome) {
+        String name = switch (outcome) {
+            case StripeOutcome.Succeeded s -> "succeeded";
+            case StripeOutcome.Declined d -> "declined";
+            case StripeOutcome.RequiresAction a -> "requires_action";
+            case StripeOutcome.Rejected r -> "rejected";
+            case StripeOutcome.NotSent n -> "not_sent";
+            case StripeOutcome.Unknown u -> u.serverError() ? "unknown_server_error" : "unknown";
+        };
+        registry.counter("chargeonce.charges", "outcome", name).increment();
+    }
+
+    void replay() {
+        replays.increment();
+    }
+
+    void conflict() {
+        conflicts.increment();
+    }
+
+    void mismatch() {
+        mismatches.increment();
+    }
+
+    void takeover() {
+        takeovers.increment();
+    }
+
+    void fencedOut() {
+        fencedOut.increment();
+    }
+
+    void lookupResolved() {
+        lookupResolved.increment();
+    }
+
+    void parkedForReconciliation() {
+        parked.increment();
+    }
+}

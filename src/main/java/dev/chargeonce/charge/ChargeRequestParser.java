@@ -1,0 +1,158 @@
+package dev.chargeonce.charge;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import dev.chargeonce.web.ApiException;
+import java.io.IOException;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Set;
+import java.util.SortedMap;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+
+/**
+ * Strict validation of a charge body. Nothing is coerced: {@code 10.5}, {@code "100"} and {@code 1e3} are not
+ * amounts. Every rejection names the offending field in {@code param}. Limits follow Stripe's.
+ */
+public final class ChargeRequestParser {
+
+    /** Stripe's largest amount in minor units (eight digits). */
+    public static final long MAX_AMOUNT = 99_999_999L;
+    static final int MAX_METADATA_KEYS = 50;
+    static final int MAX_METADATA_KEY_LENGTH = 40;
+    static final int MAX_METADATA_VALUE_LENGTH = 500;
+    static final int MAX_DESCRIPTION_LENGTH = 1000;
+    static final int MAX_ID_LENGTH = 255;
+    /** Metadata keys this service writes itself; a client may not set them. */
+    static final String RESERVED_METADATA_PREFIX = "chargeonce_";
+
+    private static final Set<String> FIELDS = Set.of("amount", "currency", "payment_method", "customer", "description", "metadata");
+    private static final Pattern CURRENCY = Pattern.compile("[a-z]{3}");
+    private static final Pattern STRIPE_ID = Pattern.compile("[A-Za-z0-9_]+");
+
+    private static final ObjectMapper STRICT = JsonMapper.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .disable(JsonParser.Feature.ALLOW_COMMENTS)
+            .build();
+
+    private ChargeRequestParser() {
+    }
+
+    public static ChargeRequest parse(byte[] body) {
+        JsonNode root;
+        try {
+            root = STRICT.readTree(body);
+        } catch (JsonProcessingException e) {
+            throw invalid("body_not_json", "The body is not valid JSON: " + e.getOriginalMessage(), null);
+        } catch (IOException e) {
+            throw invalid("body_not_json", "The body could not be read.", null);
+        }
+        if (root == null || !root.isObject()) {
+            throw invalid("body_not_object", "The body must be a JSON object.", null);
+        }
+        for (Iterator<String> names = root.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!FIELDS.contains(name)) {
+                throw invalid("parameter_unknown", "Unknown field: " + name + ".", name);
+            }
+        }
+        return new ChargeRequest(amount(root.get("amount")), currency(root.get("currency")),
+                stripeId(root.get("payment_method"), "payment_method", true), stripeId(root.get("customer"), "customer", false),
+                description(root.get("description")), metadata(root.get("metadata")));
+    }
+
+    private static long amount(JsonNode node) {
+        if (node == null || node.isNull()) {
+            throw invalid("parameter_missing", "amount is required: a positive integer in the currency's minor unit.", "amount");
+        }
+        // isIntegralNumber is false for 10.5, 1e3 and 1000.0 (floating-point tokens) and for strings.
+        if (!node.isIntegralNumber() || !node.canConvertToLong()) {
+            throw invalid("parameter_invalid_integer",
+                    "amount must be a JSON integer in the currency's minor unit (no decimals, exponents or strings).", "amount");
+        }
+        long amount = node.longValue();
+        if (amount < 1 || amount > MAX_AMOUNT) {
+            throw invalid("amount_out_of_range", "amount must be between 1 and " + MAX_AMOUNT + ".", "amount");
+        }
+        return amount;
+    }
+
+    private static String currency(JsonNode node) {
+        if (node == null || node.isNull()) {
+            throw invalid("parameter_missing", "currency is required: a three-letter ISO code in lowercase.", "currency");
+        }
+        if (!node.isTextual() || !CURRENCY.matcher(node.textValue()).matches()) {
+            throw invalid("parameter_invalid", "currency must be three lowercase letters, such as usd.", "currency");
+        }
+        return node.textValue();
+    }
+
+    private static String stripeId(JsonNode node, String field, boolean required) {
+        if (node == null || node.isNull()) {
+            if (required) {
+                throw invalid("parameter_missing", field + " is required.", field);
+            }
+            return null;
+        }
+        if (!node.isTextual() || node.textValue().isEmpty() || node.textValue().length() > MAX_ID_LENGTH
+                || !STRIPE_ID.matcher(node.textValue()).matches()) {
+            throw invalid("parameter_invalid", field + " must be a Stripe id (letters, digits and underscores).", field);
+        }
+        return node.textValue();
+    }
+
+    private static String description(JsonNode node) {
+        if (node == null || node.isNull()) {
+            return null;
+        }
+        if (!node.isTextual() || node.textValue().length() > MAX_DESCRIPTION_LENGTH) {
+            throw invalid("parameter_invalid", "description must be a string of at most " + MAX_DESCRIPTION_LENGTH
+                    + " characters.", "description");
+        }
+        return node.textValue();
+    }
+
+    private static SortedMap<String, String> metadata(JsonNode node) {
+        SortedMap<String, String> metadata = new TreeMap<>();
+        if (node == null || node.isNull()) {
+            return metadata;
+        }
+        if (!node.isObject()) {
+            throw invalid("parameter_invalid", "metadata must be an object of string keys and string values.", "metadata");
+        }
+        if (node.size() > MAX_METADATA_KEYS) {
+            throw invalid("parameter_invalid", "metadata can have at most " + MAX_METADATA_KEYS + " keys.", "metadata");
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> entry = it.next();
+            String key = entry.getKey();
+            String param = "metadata[" + key + "]";
+            if (key.isEmpty() || key.length() > MAX_METADATA_KEY_LENGTH || key.contains("[") || key.contains("]")) {
+                throw invalid("parameter_invalid", "metadata keys must be 1 to " + MAX_METADATA_KEY_LENGTH
+                        + " characters without square brackets.", param);
+            }
+            if (key.startsWith(RESERVED_METADATA_PREFIX)) {
+                throw invalid("parameter_invalid", "metadata keys starting with " + RESERVED_METADATA_PREFIX
+                        + " are reserved.", param);
+            }
+            JsonNode value = entry.getValue();
+            if (!value.isTextual() || value.textValue().length() > MAX_METADATA_VALUE_LENGTH) {
+                throw invalid("parameter_invalid", "metadata values must be strings of at most "
+                        + MAX_METADATA_VALUE_LENGTH + " characters.", param);
+            }
+            metadata.put(key, value.textValue());
+        }
+        return metadata;
+    }
+
+    private static ApiException invalid(String code, String message, String param) {
+        return ApiException.invalidRequest(code, message, param);
+    }
+}

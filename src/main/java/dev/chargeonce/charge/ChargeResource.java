@@ -1,0 +1,74 @@
+package dev.chargeonce.charge;
+
+import dev.chargeonce.auth.ApiKeyFilter;
+import dev.chargeonce.idempotency.IdempotencyKey;
+import dev.chargeonce.web.BodyLimitFilter;
+import io.smallrye.common.annotation.RunOnVirtualThread;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.HeaderParam;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.QueryParam;
+import jakarta.ws.rs.container.ContainerRequestContext;
+import jakarta.ws.rs.core.Context;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+
+/**
+ * The HTTP edge: authenticate (a filter did), check the envelope, hand over. Blocking work runs on virtual
+ * threads so a slow Stripe ties up neither the event loop nor a fixed worker pool.
+ */
+@Path("/v1/charges")
+@Produces(MediaType.APPLICATION_JSON)
+public class ChargeResource {
+
+    private final ChargeService charges;
+    private final ChargeQueries queries;
+
+    ChargeResource(ChargeService charges, ChargeQueries queries) {
+        this.charges = charges;
+        this.queries = queries;
+    }
+
+    @POST
+    @Consumes(MediaType.APPLICATION_JSON)
+    @RunOnVirtualThread
+    public Response create(@Context ContainerRequestContext request,
+                           @HeaderParam(IdempotencyKey.HEADER) String idempotencyKey, byte[] body) {
+        if (body != null && body.length > BodyLimitFilter.MAX_BODY_BYTES) {
+            throw BodyLimitFilter.tooLarge();
+        }
+        IdempotencyKey key = IdempotencyKey.parse(idempotencyKey);
+        ChargeRequest charge = ChargeRequestParser.parse(body == null ? new byte[0] : body);
+        ChargeAnswer answer = charges.charge(clientId(request), key, charge);
+        Response.ResponseBuilder response = Response.status(answer.status()).entity(answer.body())
+                .type(MediaType.APPLICATION_JSON_TYPE);
+        if (answer.replayed()) {
+            response.header("Idempotent-Replayed", "true");
+        }
+        if (answer.retryAfter() != null) {
+            response.header("Retry-After", Math.max(1, (answer.retryAfter().toMillis() + 999) / 1000));
+        }
+        return response.build();
+    }
+
+    @GET
+    @Path("/{id}")
+    @RunOnVirtualThread
+    public Response get(@Context ContainerRequestContext request, @PathParam("id") String id) {
+        return Response.ok(queries.find(clientId(request), id)).build();
+    }
+
+    @GET
+    @RunOnVirtualThread
+    public Response list(@Context ContainerRequestContext request, @QueryParam("limit") String limit) {
+        return Response.ok(queries.list(clientId(request), ChargeQueries.parseLimit(limit))).build();
+    }
+
+    private static String clientId(ContainerRequestContext request) {
+        return (String) request.getProperty(ApiKeyFilter.CLIENT_ID);
+    }
+}

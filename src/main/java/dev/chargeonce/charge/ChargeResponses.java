@@ -1,0 +1,99 @@
+package dev.chargeonce.charge;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chargeonce.idempotency.ClaimedIntent;
+import dev.chargeonce.idempotency.StoredAnswer;
+import dev.chargeonce.stripe.StripeOutcome;
+import dev.chargeonce.web.ErrorBody;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The bodies of final answers. They are rendered once, stored in the row and replayed byte for byte, so their
+ * field order is fixed here and never depends on a serializer's mood.
+ */
+final class ChargeResponses {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private ChargeResponses() {
+    }
+
+    static StoredAnswer succeeded(ClaimedIntent intent, ChargeRequest request, String paymentIntentId) {
+        return new StoredAnswer(201, write(request.view(intent.id(), "succeeded", paymentIntentId,
+                intent.createdAt().getEpochSecond())));
+    }
+
+    static StoredAnswer declined(ClaimedIntent intent, StripeOutcome.Declined declined) {
+        return cardError(intent, declined.code(), declined.declineCode(), declined.message(), declined.paymentIntentId());
+    }
+
+    static StoredAnswer requiresAction(ClaimedIntent intent, StripeOutcome.RequiresAction action) {
+        return cardError(intent, "authentication_required", "authentication_required",
+                "The card requires authentication (3-D Secure), which this API cannot complete; nothing was charged.",
+                action.paymentIntentId());
+    }
+
+    static StoredAnswer rejected(ClaimedIntent intent, StripeOutcome.Rejected rejected) {
+        Map<String, Object> error = new LinkedHashMap<>();
+        error.put("type", "invalid_request_error");
+        error.put("code", rejected.code());
+        error.put("message", rejected.message());
+        error.put("param", rejected.param());
+        error.put("charge", intent.id());
+        return new StoredAnswer(rejected.httpStatus() == 404 ? 400 : rejected.httpStatus(), write(Map.of("error", error)));
+    }
+
+    private static StoredAnswer cardError(ClaimedIntent intent, String code, String declineCode, String message,
+                                          String paymentIntentId) {
+        Map<String, Object> error = new LinkedHashMap<>();
+        error.put("type", "card_error");
+        error.put("code", code);
+        error.put("decline_code", declineCode);
+        error.put("message", message);
+        error.put("param", "payment_method");
+        error.put("charge", intent.id());
+        error.put("payment_intent", paymentIntentId);
+        return new StoredAnswer(402, write(Map.of("error", error)));
+    }
+
+    static ChargeAnswer stripeOutcomeUnknown(Duration retryAfter) {
+        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "stripe_outcome_unknown",
+                "Stripe did not confirm the outcome yet. Retry with the same Idempotency-Key: you will not be charged twice.",
+                null)), retryAfter);
+    }
+
+    static ChargeAnswer stripeUnavailable(Duration retryAfter) {
+        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "stripe_unavailable",
+                "Stripe is not taking requests right now and nothing was charged. Retry with the same Idempotency-Key.",
+                null)), retryAfter);
+    }
+
+    static ChargeAnswer databaseUnavailable(Duration retryAfter) {
+        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "database_unavailable",
+                "The outcome could not be recorded yet. Retry with the same Idempotency-Key: you will not be charged twice.",
+                null)), retryAfter);
+    }
+
+    static ChargeAnswer inFlight(Duration retryAfter) {
+        return ChargeAnswer.retryLater(409, write(ErrorBody.of("idempotency_error", "idempotency_key_in_use",
+                "Another request with this Idempotency-Key is being processed. Retry after the Retry-After delay.",
+                "Idempotency-Key")), retryAfter);
+    }
+
+    static ChargeAnswer underReconciliation() {
+        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "charge_under_reconciliation",
+                "The outcome of this charge is being reconciled with Stripe; it will not be charged again.", null)),
+                Duration.ofMinutes(10));
+    }
+
+    static String write(Object value) {
+        try {
+            return JSON.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

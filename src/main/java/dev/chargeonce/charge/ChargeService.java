@@ -1,0 +1,79 @@
+package dev.chargeonce.charge;
+
+import dev.chargeonce.idempotency.Claim;
+import dev.chargeonce.idempotency.Fingerprint;
+import dev.chargeonce.idempotency.IdempotencyKey;
+import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.NewIntent;
+import dev.chargeonce.stripe.StripeConfig;
+import dev.chargeonce.web.ApiException;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.security.SecureRandom;
+
+/**
+ * {@code POST /v1/charges}: claim the key on the primary, then drive the charge, or answer what the key holds.
+ * The {@code switch} below is every answer the endpoint can give.
+ */
+@ApplicationScoped
+public class ChargeService {
+
+    static final String METHOD = "POST";
+    static final String PATH = "/v1/charges";
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final char[] ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".toCharArray();
+
+    private final IdempotencyStore store;
+    private final ChargeDriver driver;
+    private final StripeConfig stripeConfig;
+    private final ChargeMetrics metrics;
+    private final ChargeAdmission admission;
+
+    ChargeService(IdempotencyStore store, ChargeDriver driver, StripeConfig stripeConfig, ChargeMetrics metrics,
+                  ChargeAdmission admission) {
+        this.store = store;
+        this.driver = driver;
+        this.stripeConfig = stripeConfig;
+        this.metrics = metrics;
+        this.admission = admission;
+    }
+
+    public ChargeAnswer charge(String clientId, IdempotencyKey key, ChargeRequest request) {
+        String canonical = request.canonicalJson();
+        NewIntent intent = new NewIntent(newChargeId(), clientId, key, Fingerprint.of(METHOD, PATH, canonical), canonical,
+                request.amount(), request.currency());
+        try (ChargeAdmission.Ticket ticket = admission.enter()) {
+            Claim claim = store.claim(intent, stripeConfig.keyHorizon());
+            return switch (claim) {
+                case Claim.Fresh fresh -> driver.drive(fresh.intent());
+                case Claim.TakenOver takenOver -> {
+                    metrics.takeover();
+                    yield driver.drive(takenOver.intent());
+                }
+                case Claim.Replay replay -> {
+                    metrics.replay();
+                    yield ChargeAnswer.replay(replay.answer());
+                }
+                case Claim.InFlight inFlight -> {
+                    metrics.conflict();
+                    yield ChargeResponses.inFlight(inFlight.retryAfter());
+                }
+                case Claim.Mismatch mismatch -> {
+                    metrics.mismatch();
+                    throw new ApiException(422, "idempotency_error", "idempotency_key_reused",
+                            "This Idempotency-Key was already used with a different request. Use a new key for a new payment.",
+                            IdempotencyKey.HEADER, null);
+                }
+                case Claim.UnderReconciliation parked -> ChargeResponses.underReconciliation();
+            };
+        }
+    }
+
+    static String newChargeId() {
+        StringBuilder id = new StringBuilder("chg_");
+        for (int i = 0; i < 24; i++) {
+            id.append(ALPHABET[RANDOM.nextInt(ALPHABET.length)]);
+        }
+        return id.toString();
+    }
+}

@@ -1,0 +1,358 @@
+package dev.chargeonce.idempotency;
+
+import io.agroal.api.AgroalDataSource;
+import jakarta.enterprise.inject.Default;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Every statement on {@code stripe_intents}, and only on the primary.
+ *
+ * <p>Each method is one statement in its own committed transaction (autocommit): no connection is held between
+ * statements, so none is held while Stripe is called. The claim is a single {@code INSERT … ON CONFLICT DO
+ * NOTHING} that also returns the existing row: there is no {@code SELECT} that could decide "new" on its own.
+ * Every write a lease holder makes carries its lease generation, so a holder that lost its lease changes nothing.
+ *
+ * <p>The data source is the default one, which is the primary by configuration; the optional read replica is a
+ * different, named data source that this class never sees.
+ */
+@ApplicationScoped
+public class IdempotencyStore {
+
+    /** Columns read back by every statement that hands a row to its holder or to a retry. */
+    private static final String COLUMNS = """
+            x.id, x.client_id, x.idempotency_key, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
+            x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at,
+            (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
+            ceil(extract(epoch FROM (x.lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms""";
+
+    private static final String CLAIM = """
+            WITH inserted AS (
+                INSERT INTO stripe_intents AS si
+                    (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond')
+                ON CONFLICT (client_id, idempotency_key) DO NOTHING
+                RETURNING si.*
+            )
+            SELECT true AS fresh, %1$s FROM inserted x
+            UNION ALL
+            SELECT false AS fresh, %1$s FROM stripe_intents x
+             WHERE x.client_id = ? AND x.idempotency_key = ? AND NOT EXISTS (SELECT 1 FROM inserted)
+            """.formatted(COLUMNS);
+
+    private static final String TAKE_OVER = """
+            UPDATE stripe_intents x
+               SET lease_gen = lease_gen + 1, lease_until = clock_timestamp() + ? * interval '1 millisecond',
+                   updated_at = clock_timestamp()
+             WHERE id = ? AND status = 'processing' AND lease_gen = ? AND lease_until <= clock_timestamp()
+               AND NOT needs_reconciliation
+            RETURNING true AS fresh, %s
+            """.formatted(COLUMNS);
+
+    private static final String TAKE_OVER_EXPIRED = """
+            UPDATE stripe_intents x
+               SET lease_gen = x.lease_gen + 1, lease_until = clock_timestamp() + ? * interval '1 millisecond',
+                   updated_at = clock_timestamp()
+              FROM (SELECT id FROM stripe_intents
+                     WHERE status = 'processing' AND lease_until <= clock_timestamp() AND NOT needs_reconciliation
+                     ORDER BY lease_until
+                     LIMIT ?
+                     FOR UPDATE SKIP LOCKED) due
+             WHERE x.id = due.id
+            RETURNING true AS fresh, %s
+            """.formatted(COLUMNS);
+
+    private static final String FINISH = """
+            UPDATE stripe_intents
+               SET status = ?, response_status = ?, response_body = ?, payment_intent_id = ?,
+                   finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
+                   last_stripe_error = NULL
+             WHERE id = ? AND lease_gen = ? AND status = 'processing'
+            """;
+
+    private static final String RELEASE = """
+            UPDATE stripe_intents
+               SET lease_until = clock_timestamp(), last_stripe_error = coalesce(?, last_stripe_error),
+                   updated_at = clock_timestamp()
+             WHERE id = ? AND lease_gen = ? AND status = 'processing'
+            """;
+
+    private static final String NEXT_STRIPE_ATTEMPT = """
+            UPDATE stripe_intents x
+               SET stripe_attempt = stripe_attempt + 1, stripe_key_first_sent = clock_timestamp(),
+                   last_stripe_error = NULL, updated_at = clock_timestamp()
+             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND stripe_attempt = ?
+            RETURNING true AS fresh, %s
+            """.formatted(COLUMNS);
+
+    private static final String MARK_FOR_RECONCILIATION = """
+            UPDATE stripe_intents
+               SET needs_reconciliation = true, lease_until = clock_timestamp(), updated_at = clock_timestamp()
+             WHERE id = ? AND lease_gen = ? AND status = 'processing'
+            """;
+
+    private static final String ANSWER_OF = """
+            SELECT status, response_status, response_body,
+                   ceil(extract(epoch FROM (lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms
+              FROM stripe_intents WHERE id = ?
+            """;
+
+    private static final String CHARGE_COLUMNS =
+            "id, status, amount, currency, payment_intent_id, request, response_status, created_at";
+
+    private final AgroalDataSource primary;
+    private final IdempotencyConfig config;
+
+    public IdempotencyStore(@Default AgroalDataSource primary, IdempotencyConfig config) {
+        this.primary = primary;
+        this.config = config;
+    }
+
+    /**
+     * Claims the key, or tells what holds it. One statement decides; a second runs only to take over an
+     * expired lease. A claim that cannot be committed throws {@link DatabaseUnavailableException}.
+     */
+    public Claim claim(NewIntent intent, Duration keyHorizon) {
+        // Two rounds at most: a conflicting row committed after this statement's snapshot is invisible to the
+        // SELECT half (the INSERT half saw it and did nothing); the next statement sees it.
+        for (int round = 0; round < 3; round++) {
+            Optional<Row> found = queryOne(CLAIM, ps -> {
+                int i = 1;
+                ps.setString(i++, intent.id());
+                ps.setString(i++, intent.clientId());
+                ps.setString(i++, intent.key().value());
+                ps.setString(i++, intent.fingerprint().hex());
+                ps.setString(i++, intent.requestJson());
+                ps.setLong(i++, intent.amount());
+                ps.setString(i++, intent.currency());
+                ps.setLong(i++, config.lease().toMillis());
+                ps.setLong(i++, keyHorizon.toMillis());
+                ps.setLong(i++, keyHorizon.toMillis());
+                ps.setString(i++, intent.clientId());
+                ps.setString(i, intent.key().value());
+            });
+            if (found.isEmpty()) {
+                continue;
+            }
+            Row row = found.get();
+            if (row.fresh) {
+                return new Claim.Fresh(row.intent());
+            }
+            if (!row.fingerprint.equals(intent.fingerprint().hex())) {
+                return new Claim.Mismatch();
+            }
+            if (row.status != IntentStatus.PROCESSING) {
+                return new Claim.Replay(new StoredAnswer(row.responseStatus, row.responseBody));
+            }
+            if (row.needsReconciliation) {
+                return new Claim.UnderReconciliation();
+            }
+            if (row.leaseLeftMillis > 0) {
+                return new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis));
+            }
+            Optional<Row> taken = queryOne(TAKE_OVER, ps -> {
+                ps.setLong(1, config.lease().toMillis());
+                ps.setString(2, row.id);
+                ps.setInt(3, row.leaseGeneration);
+                ps.setLong(4, keyHorizon.toMillis());
+            });
+            if (taken.isPresent()) {
+                return new Claim.TakenOver(taken.get().intent());
+            }
+            // Someone else took it over or finished it between the two statements: look again.
+        }
+        return new Claim.InFlight(Duration.ofSeconds(1));
+    }
+
+    /** Takes over up to {@code limit} rows whose lease expired; another instance never gets the same row. */
+    public List<ClaimedIntent> takeOverExpired(int limit, Duration keyHorizon) {
+        List<ClaimedIntent> taken = new ArrayList<>();
+        run(TAKE_OVER_EXPIRED, ps -> {
+            ps.setLong(1, config.lease().toMillis());
+            ps.setInt(2, limit);
+            ps.setLong(3, keyHorizon.toMillis());
+        }, rs -> {
+            while (rs.next()) {
+                taken.add(Row.read(rs).intent());
+            }
+        });
+        return taken;
+    }
+
+    /**
+     * Stores the final answer. Returns false when the lease was lost (taken over, or already finished): then
+     * nothing was written and the caller must answer what the row holds, see {@link #answerOf}.
+     */
+    public boolean finish(ClaimedIntent holder, IntentStatus status, StoredAnswer answer, String paymentIntentId) {
+        if (status == IntentStatus.PROCESSING) {
+            throw new IllegalArgumentException("finish needs a final status");
+        }
+        return update(FINISH, ps -> {
+            ps.setString(1, status.column());
+            ps.setInt(2, answer.status());
+            ps.setString(3, answer.body());
+            ps.setString(4, paymentIntentId);
+            ps.setString(5, holder.id());
+            ps.setInt(6, holder.leaseGeneration());
+        }) == 1;
+    }
+
+    /**
+     * Gives the lease up at once, leaving the row {@code processing}: Stripe was not called, or its outcome is
+     * unknown and the next driver re-sends the same Stripe key (or looks the payment up after a 5xx).
+     */
+    public void release(ClaimedIntent holder, String lastStripeError) {
+        update(RELEASE, ps -> {
+            ps.setString(1, lastStripeError);
+            ps.setString(2, holder.id());
+            ps.setInt(3, holder.leaseGeneration());
+        });
+    }
+
+    /**
+     * Moves to the next Stripe idempotency key. Only for a holder that has proven at Stripe that the current
+     * attempt created no PaymentIntent.
+     */
+    public Optional<ClaimedIntent> nextStripeAttempt(ClaimedIntent holder, Duration keyHorizon) {
+        return queryOne(NEXT_STRIPE_ATTEMPT, ps -> {
+            ps.setString(1, holder.id());
+            ps.setInt(2, holder.leaseGeneration());
+            ps.setInt(3, holder.stripeAttempt());
+            ps.setLong(4, keyHorizon.toMillis());
+        }).map(Row::intent);
+    }
+
+    /** Parks a row whose Stripe key may be forgotten and whose payment was not found: never re-sent, never lost. */
+    public boolean markForReconciliation(ClaimedIntent holder) {
+        return update(MARK_FOR_RECONCILIATION, ps -> {
+            ps.setString(1, holder.id());
+            ps.setInt(2, holder.leaseGeneration());
+        }) == 1;
+    }
+
+    /** What the row holds now: its final answer, or empty while it is still processing. */
+    public Optional<StoredAnswer> answerOf(String intentId) {
+        List<StoredAnswer> answers = new ArrayList<>(1);
+        run(ANSWER_OF, ps -> ps.setString(1, intentId), rs -> {
+            if (rs.next() && !"processing".equals(rs.getString("status"))) {
+                answers.add(new StoredAnswer(rs.getInt("response_status"), rs.getString("response_body")));
+            }
+        });
+        return answers.stream().findFirst();
+    }
+
+    /** One of the client's charges, by id; another client's id is not found. */
+    public Optional<ChargeRecord> findCharge(AgroalDataSource source, String clientId, String chargeId) {
+        List<ChargeRecord> found = new ArrayList<>(1);
+        run(source, "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE id = ? AND client_id = ?", ps -> {
+            ps.setString(1, chargeId);
+            ps.setString(2, clientId);
+        }, rs -> {
+            if (rs.next()) {
+                found.add(chargeRecord(rs));
+            }
+        });
+        return found.stream().findFirst();
+    }
+
+    /** The client's newest charges. */
+    public List<ChargeRecord> listCharges(AgroalDataSource source, String clientId, int limit) {
+        List<ChargeRecord> found = new ArrayList<>(limit);
+        run(source, "SELECT " + CHARGE_COLUMNS
+                + " FROM stripe_intents WHERE client_id = ? ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
+            ps.setString(1, clientId);
+            ps.setInt(2, limit);
+        }, rs -> {
+            while (rs.next()) {
+                found.add(chargeRecord(rs));
+            }
+        });
+        return found;
+    }
+
+    /** The data source of the idempotency path, for callers that read charges from the primary. */
+    public AgroalDataSource primary() {
+        return primary;
+    }
+
+    // ---- plumbing --------------------------------------------------------------------------------------------
+
+    private static ChargeRecord chargeRecord(ResultSet rs) throws SQLException {
+        int responseStatus = rs.getInt("response_status");
+        return new ChargeRecord(rs.getString("id"), IntentStatus.fromColumn(rs.getString("status")), rs.getLong("amount"),
+                rs.getString("currency"), rs.getString("payment_intent_id"), rs.getString("request"),
+                rs.wasNull() ? null : responseStatus, rs.getTimestamp("created_at").toInstant());
+    }
+
+    @FunctionalInterface
+    private interface Binder {
+        void bind(PreparedStatement ps) throws SQLException;
+    }
+
+    @FunctionalInterface
+    private interface Reader {
+        void read(ResultSet rs) throws SQLException;
+    }
+
+    private Optional<Row> queryOne(String sql, Binder binder) {
+        List<Row> rows = new ArrayList<>(1);
+        run(sql, binder, rs -> {
+            if (rs.next()) {
+                rows.add(Row.read(rs));
+            }
+        });
+        return rows.stream().findFirst();
+    }
+
+    private int update(String sql, Binder binder) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+            binder.bind(ps);
+            return ps.executeUpdate();
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
+    private void run(String sql, Binder binder, Reader reader) {
+        run(primary, sql, binder, reader);
+    }
+
+    private static void run(AgroalDataSource source, String sql, Binder binder, Reader reader) {
+        try (Connection c = source.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+            binder.bind(ps);
+            try (ResultSet rs = ps.executeQuery()) {
+                reader.read(rs);
+            }
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
+    private record Row(boolean fresh, String id, String clientId, String idempotencyKey, String fingerprint, String request, long amount,
+                       String currency, IntentStatus status, int leaseGeneration, int stripeAttempt,
+                       String lastStripeError, boolean needsReconciliation, int responseStatus, String responseBody,
+                       Timestamp createdAt, boolean beyondHorizon, long leaseLeftMillis) {
+
+        static Row read(ResultSet rs) throws SQLException {
+            return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
+                    rs.getString("idempotency_key"), rs.getString("fingerprint"), rs.getString("request"), rs.getLong("amount"), rs.getString("currency"),
+                    IntentStatus.fromColumn(rs.getString("status")), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"),
+                    rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
+                    rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
+                    rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"));
+        }
+
+        ClaimedIntent intent() {
+            return new ClaimedIntent(id, clientId, new IdempotencyKey(idempotencyKey), request, amount, currency, leaseGeneration, stripeAttempt,
+                    lastStripeError, beyondHorizon, createdAt.toInstant());
+        }
+    }
+}

@@ -1,0 +1,551 @@
+package dev.chargeonce.sandbox;
+
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A stand-in for the slice of Stripe's API that chargeonce uses, with Stripe's idempotency semantics.
+ *
+ * <p>It speaks plain HTTP/1.1 on a raw socket (JDK only, no framework) so that it can run inside the dev
+ * service, inside a test JVM, or as its own process ({@code java -cp target/classes
+ * dev.chargeonce.sandbox.StripeSandbox 12111}) and outlive a service that is killed with {@code kill -9}.
+ * A raw socket also lets it do what a real network does and a framework would hide: drop a connection
+ * after the charge was made, without an answer.
+ *
+ * <p>Emulated: {@code POST /v1/payment_intents} (create + confirm), {@code GET /v1/payment_intents/{id}},
+ * {@code GET /v1/payment_intents} (newest first, {@code created[gte]}, {@code limit}, {@code starting_after}).
+ * Idempotency as Stripe does it: same key and same parameters replay the first answer (even a 500) with
+ * {@code Idempotent-Replayed: true}; same key and other parameters answer {@code 400 idempotency_error};
+ * a key whose first request is still running answers {@code 409}; 429 answers are not stored.
+ *
+ * <p>Control plane under {@code /_sandbox}: {@code GET ledger}, {@code GET stats}, {@code POST reset},
+ * {@code POST faults?latency_ms=&fail_before=&fail_after=&drop_after=&rate_limit=}. The fault counters
+ * apply to the next N create requests.
+ */
+public final class StripeSandbox implements AutoCloseable {
+
+    /** One PaymentIntent the sandbox created: the ledger is the source of truth for "charged exactly once". */
+    public record PaymentIntent(String id, long amount, String currency, String status, String paymentMethod,
+                                String customer, String description, Map<String, String> metadata, long created,
+                                long createdNanos, String idempotencyKey, String declineCode) {
+        public boolean charged() {
+            return "succeeded".equals(status);
+        }
+    }
+
+    private record StoredAnswer(String paramsFingerprint, int status, String body, boolean finished) {
+    }
+
+    private record Response(int status, String body, Map<String, String> headers) {
+        static Response json(int status, String body) {
+            return new Response(status, body, Map.of());
+        }
+    }
+
+    private final ServerSocket server;
+    private final ExecutorService connections = Executors.newVirtualThreadPerTaskExecutor();
+    private final Map<String, StoredAnswer> idempotency = new ConcurrentHashMap<>();
+    private final Map<String, PaymentIntent> intents = new ConcurrentHashMap<>();
+    private final List<PaymentIntent> ledger = new CopyOnWriteArrayList<>();
+    private final AtomicLong createRequests = new AtomicLong();
+    private final AtomicLong apiRequests = new AtomicLong();
+    private final AtomicInteger failBefore = new AtomicInteger();
+    private final AtomicInteger failAfter = new AtomicInteger();
+    private final AtomicInteger dropAfter = new AtomicInteger();
+    private final AtomicInteger rateLimit = new AtomicInteger();
+    private volatile long latencyMillis;
+    private final SecureRandom random = new SecureRandom();
+    private volatile boolean closed;
+
+    private StripeSandbox(ServerSocket server) {
+        this.server = server;
+        Thread acceptor = Thread.ofPlatform().daemon().name("stripe-sandbox-accept").start(this::acceptLoop);
+        acceptor.setUncaughtExceptionHandler((t, e) -> { });
+    }
+
+    /** Starts a sandbox on 127.0.0.1; port 0 picks a free one. */
+    public static StripeSandbox start(int port) throws IOException {
+        ServerSocket socket = new ServerSocket();
+        socket.setReuseAddress(true);
+        socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1024);
+        return new StripeSandbox(socket);
+    }
+
+    public static void main(String[] args) throws Exception {
+        int port = args.length > 0 ? Integer.parseInt(args[0]) : 12111;
+        StripeSandbox sandbox = start(port);
+        if (args.length > 1) {
+            sandbox.latencyMillis = Long.parseLong(args[1]);
+        }
+        System.out.println("stripe-sandbox listening on " + sandbox.baseUrl() + " latency_ms=" + sandbox.latencyMillis);
+        Thread.currentThread().join();
+    }
+
+    public String baseUrl() {
+        return "http://127.0.0.1:" + server.getLocalPort();
+    }
+
+    public int port() {
+        return server.getLocalPort();
+    }
+
+    // ---- fault switches and observations, for tests in the same JVM -------------------------------------
+
+    public void setLatencyMillis(long millis) {
+        this.latencyMillis = millis;
+    }
+
+    public void failNextBeforeCharging(int count) {
+        failBefore.set(count);
+    }
+
+    public void failNextAfterCharging(int count) {
+        failAfter.set(count);
+    }
+
+    public void dropNextResponses(int count) {
+        dropAfter.set(count);
+    }
+
+    public void rateLimitNext(int count) {
+        rateLimit.set(count);
+    }
+
+    public List<PaymentIntent> ledger() {
+        return List.copyOf(ledger);
+    }
+
+    /** PaymentIntents whose metadata names the given chargeonce charge id. */
+    public List<PaymentIntent> intentsForCharge(String chargeId) {
+        return ledger.stream().filter(pi -> chargeId.equals(pi.metadata().get("chargeonce_charge_id"))).toList();
+    }
+
+    public long createRequests() {
+        return createRequests.get();
+    }
+
+    public long apiRequests() {
+        return apiRequests.get();
+    }
+
+    public void reset() {
+        idempotency.clear();
+        intents.clear();
+        ledger.clear();
+        createRequests.set(0);
+        apiRequests.set(0);
+        failBefore.set(0);
+        failAfter.set(0);
+        dropAfter.set(0);
+        rateLimit.set(0);
+        latencyMillis = 0;
+    }
+
+    @Override
+    public void close() throws IOException {
+        closed = true;
+        server.close();
+        connections.shutdownNow();
+    }
+
+    // ---- HTTP ----------------------------------------------------------------------------------------------
+
+    private void acceptLoop() {
+        while (!closed) {
+            try {
+                Socket socket = server.accept();
+                socket.setTcpNoDelay(true);
+                connections.submit(() -> serve(socket));
+            } catch (IOException e) {
+                if (closed) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private void serve(Socket socket) {
+        try (socket) {
+            InputStream in = new BufferedInputStream(socket.getInputStream());
+            OutputStream out = socket.getOutputStream();
+            while (true) {
+                String requestLine = readLine(in);
+                if (requestLine == null || requestLine.isEmpty()) {
+                    return;
+                }
+                Map<String, String> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+                for (String line = readLine(in); line != null && !line.isEmpty(); line = readLine(in)) {
+                    int colon = line.indexOf(':');
+                    if (colon > 0) {
+                        headers.put(line.substring(0, colon).trim(), line.substring(colon + 1).trim());
+                    }
+                }
+                int length = Integer.parseInt(headers.getOrDefault("Content-Length", "0"));
+                byte[] body = in.readNBytes(length);
+                String[] parts = requestLine.split(" ");
+                Response response = handle(parts[0], parts[1], headers, new String(body, StandardCharsets.UTF_8));
+                if (response == null) {
+                    // Drop: the connection dies without an answer, as a network failure after the charge would.
+                    socket.setSoLinger(true, 0);
+                    return;
+                }
+                byte[] payload = response.body().getBytes(StandardCharsets.UTF_8);
+                StringBuilder head = new StringBuilder()
+                        .append("HTTP/1.1 ").append(response.status()).append(' ').append(reason(response.status())).append("\r\n")
+                        .append("Content-Type: application/json\r\n")
+                        .append("Content-Length: ").append(payload.length).append("\r\n")
+                        .append("Request-Id: req_").append(randomId(14)).append("\r\n");
+                response.headers().forEach((k, v) -> head.append(k).append(": ").append(v).append("\r\n"));
+                out.write(head.append("\r\n").toString().getBytes(StandardCharsets.US_ASCII));
+                out.write(payload);
+                out.flush();
+                if ("close".equalsIgnoreCase(headers.get("Connection"))) {
+                    return;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // The peer went away; nothing to answer.
+        }
+    }
+
+    private static String readLine(InputStream in) throws IOException {
+        ByteArrayOutputStream line = new ByteArrayOutputStream(128);
+        int b;
+        while ((b = in.read()) != -1) {
+            if (b == '\n') {
+                break;
+            }
+            if (b != '\r') {
+                line.write(b);
+            }
+        }
+        if (b == -1 && line.size() == 0) {
+            return null;
+        }
+        return line.toString(StandardCharsets.ISO_8859_1);
+    }
+
+    private static String reason(int status) {
+        return switch (status) {
+            case 200 -> "OK";
+            case 400 -> "Bad Request";
+            case 402 -> "Request Failed";
+            case 404 -> "Not Found";
+            case 409 -> "Conflict";
+            case 429 -> "Too Many Requests";
+            default -> "Server Error";
+        };
+    }
+
+    private Response handle(String method, String target, Map<String, String> headers, String body) {
+        int q = target.indexOf('?');
+        String path = q < 0 ? target : target.substring(0, q);
+        Map<String, String> query = parseForm(q < 0 ? "" : target.substring(q + 1));
+        if (path.startsWith("/_sandbox/")) {
+            return control(method, path, query);
+        }
+        apiRequests.incrementAndGet();
+        if (!headers.getOrDefault("Authorization", "").startsWith("Bearer sk_")) {
+            return Response.json(401, error("invalid_request_error", null, "Invalid API Key provided.", null));
+        }
+        if (method.equals("POST") && path.equals("/v1/payment_intents")) {
+            return create(headers.get("Idempotency-Key"), parseForm(body));
+        }
+        if (method.equals("GET") && path.equals("/v1/payment_intents")) {
+            return list(query);
+        }
+        if (method.equals("GET") && path.startsWith("/v1/payment_intents/")) {
+            PaymentIntent pi = intents.get(path.substring("/v1/payment_intents/".length()));
+            return pi == null
+                    ? Response.json(404, error("invalid_request_error", "resource_missing", "No such payment_intent", "intent"))
+                    : Response.json(200, toJson(pi));
+        }
+        return Response.json(404, error("invalid_request_error", null, "Unrecognized request URL (" + method + ": " + path + ")", null));
+    }
+
+    private Response control(String method, String path, Map<String, String> query) {
+        switch (path) {
+            case "/_sandbox/reset" -> {
+                reset();
+                return Response.json(200, "{\"reset\":true}");
+            }
+            case "/_sandbox/faults" -> {
+                if (query.containsKey("latency_ms")) latencyMillis = Long.parseLong(query.get("latency_ms"));
+                if (query.containsKey("fail_before")) failBefore.set(Integer.parseInt(query.get("fail_before")));
+                if (query.containsKey("fail_after")) failAfter.set(Integer.parseInt(query.get("fail_after")));
+                if (query.containsKey("drop_after")) dropAfter.set(Integer.parseInt(query.get("drop_after")));
+                if (query.containsKey("rate_limit")) rateLimit.set(Integer.parseInt(query.get("rate_limit")));
+                return Response.json(200, "{\"latency_ms\":" + latencyMillis + ",\"fail_before\":" + failBefore.get()
+                        + ",\"fail_after\":" + failAfter.get() + ",\"drop_after\":" + dropAfter.get()
+                        + ",\"rate_limit\":" + rateLimit.get() + "}");
+            }
+            case "/_sandbox/stats" -> {
+                long charged = ledger.stream().filter(PaymentIntent::charged).count();
+                return Response.json(200, "{\"create_requests\":" + createRequests.get() + ",\"api_requests\":" + apiRequests.get()
+                        + ",\"payment_intents\":" + ledger.size() + ",\"succeeded\":" + charged + "}");
+            }
+            case "/_sandbox/ledger" -> {
+                StringBuilder json = new StringBuilder("{\"data\":[");
+                String chargeId = query.get("charge_id");
+                List<PaymentIntent> all = chargeId == null ? ledger() : intentsForCharge(chargeId);
+                for (int i = 0; i < all.size(); i++) {
+                    json.append(i == 0 ? "" : ",").append(toJson(all.get(i)));
+                }
+                return Response.json(200, json.append("]}").toString());
+            }
+            default -> {
+                return Response.json(404, error("invalid_request_error", null, "unknown sandbox control " + path, null));
+            }
+        }
+    }
+
+    // ---- Stripe semantics ------------------------------------------------------------------------------------
+
+    private Response create(String idempotencyKey, Map<String, String> params) {
+        createRequests.incrementAndGet();
+        if (consume(rateLimit)) {
+            // Stripe does not store 429s for a key: the request was not executed.
+            return new Response(429, error("invalid_request_error", "rate_limit", "Too many requests hit the API too quickly.", null),
+                    Map.of());
+        }
+        String fingerprint = new TreeMap<>(params).toString();
+        if (idempotencyKey != null) {
+            StoredAnswer running = new StoredAnswer(fingerprint, 0, null, false);
+            StoredAnswer previous = idempotency.putIfAbsent(idempotencyKey, running);
+            if (previous != null) {
+                if (!previous.paramsFingerprint().equals(fingerprint)) {
+                    return Response.json(400, error("idempotency_error", null,
+                            "Keys for idempotent requests can only be used with the same parameters they were first used with. "
+                                    + "Try using a key other than '" + idempotencyKey + "' if you meant to execute a different request.",
+                            null));
+                }
+                if (!previous.finished()) {
+                    return Response.json(409, error("invalid_request_error", "idempotency_key_in_use",
+                            "There is currently another in-progress request using this Idempotent Key.", null));
+                }
+                return maybeDrop(new Response(previous.status(), previous.body(), Map.of("Idempotent-Replayed", "true")));
+            }
+        }
+        sleep(latencyMillis);
+        Response answer = execute(idempotencyKey, params);
+        if (idempotencyKey != null) {
+            idempotency.put(idempotencyKey, new StoredAnswer(fingerprint, answer.status(), answer.body(), true));
+        }
+        return maybeDrop(answer);
+    }
+
+    private Response maybeDrop(Response answer) {
+        return consume(dropAfter) ? null : answer;
+    }
+
+    private Response execute(String idempotencyKey, Map<String, String> params) {
+        if (consume(failBefore)) {
+            return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: before charging).", null));
+        }
+        String amountText = params.get("amount");
+        if (amountText == null) {
+            return Response.json(400, error("invalid_request_error", "parameter_missing", "Missing required param: amount.", "amount"));
+        }
+        long amount;
+        try {
+            amount = Long.parseLong(amountText);
+        } catch (NumberFormatException e) {
+            return Response.json(400, error("invalid_request_error", "parameter_invalid_integer", "Invalid integer: " + amountText, "amount"));
+        }
+        if (amount < 1 || amount > 99_999_999L) {
+            return Response.json(400, error("invalid_request_error", "amount_too_small", "Amount must be at least 1 and at most 99999999.", "amount"));
+        }
+        String currency = params.getOrDefault("currency", "");
+        if (!currency.matches("[a-z]{3}")) {
+            return Response.json(400, error("invalid_request_error", "parameter_missing", "Missing or invalid currency.", "currency"));
+        }
+        String paymentMethod = params.get("payment_method");
+        if (paymentMethod == null || !paymentMethod.startsWith("pm_")) {
+            return Response.json(400, error("invalid_request_error", "resource_missing",
+                    "No such PaymentMethod: '" + paymentMethod + "'", "payment_method"));
+        }
+        Map<String, String> metadata = new LinkedHashMap<>();
+        params.forEach((k, v) -> {
+            if (k.startsWith("metadata[") && k.endsWith("]")) {
+                metadata.put(k.substring(9, k.length() - 1), v);
+            }
+        });
+        String status;
+        String declineCode = null;
+        switch (paymentMethod) {
+            case "pm_card_chargeDeclined" -> { status = "requires_payment_method"; declineCode = "generic_decline"; }
+            case "pm_card_visa_chargeDeclinedInsufficientFunds" -> { status = "requires_payment_method"; declineCode = "insufficient_funds"; }
+            case "pm_card_authenticationRequired" -> status = "requires_action";
+            case "pm_card_visa", "pm_card_mastercard", "pm_card_amex" -> status = "succeeded";
+            default -> {
+                return Response.json(400, error("invalid_request_error", "resource_missing",
+                        "No such PaymentMethod: '" + paymentMethod + "'", "payment_method"));
+            }
+        }
+        long nowMillis = System.currentTimeMillis();
+        PaymentIntent pi = new PaymentIntent("pi_" + randomId(24), amount, currency, status, paymentMethod,
+                params.get("customer"), params.get("description"), Map.copyOf(metadata), nowMillis / 1000,
+                System.nanoTime(), idempotencyKey, declineCode);
+        intents.put(pi.id(), pi);
+        ledger.add(pi);
+        if (consume(failAfter)) {
+            return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: after charging).", null));
+        }
+        if (declineCode != null) {
+            String err = "{\"error\":{\"type\":\"card_error\",\"code\":\"card_declined\",\"decline_code\":\"" + declineCode
+                    + "\",\"message\":\"Your card was declined.\",\"param\":\"payment_method\",\"payment_intent\":" + toJson(pi) + "}}";
+            return Response.json(402, err);
+        }
+        return Response.json(200, toJson(pi));
+    }
+
+    private Response list(Map<String, String> query) {
+        int limit = Math.min(100, Integer.parseInt(query.getOrDefault("limit", "10")));
+        long createdGte = Long.parseLong(query.getOrDefault("created[gte]", "0"));
+        String startingAfter = query.get("starting_after");
+        List<PaymentIntent> newestFirst = new ArrayList<>(ledger);
+        newestFirst.sort((a, b) -> Long.compare(b.createdNanos(), a.createdNanos()));
+        List<PaymentIntent> page = new ArrayList<>();
+        boolean skipping = startingAfter != null;
+        boolean hasMore = false;
+        for (PaymentIntent pi : newestFirst) {
+            if (skipping) {
+                skipping = !pi.id().equals(startingAfter);
+                continue;
+            }
+            if (pi.created() < createdGte) {
+                continue;
+            }
+            if (page.size() == limit) {
+                hasMore = true;
+                break;
+            }
+            page.add(pi);
+        }
+        StringBuilder json = new StringBuilder("{\"object\":\"list\",\"url\":\"/v1/payment_intents\",\"has_more\":")
+                .append(hasMore).append(",\"data\":[");
+        for (int i = 0; i < page.size(); i++) {
+            json.append(i == 0 ? "" : ",").append(toJson(page.get(i)));
+        }
+        return Response.json(200, json.append("]}").toString());
+    }
+
+    private static String toJson(PaymentIntent pi) {
+        StringBuilder json = new StringBuilder(512)
+                .append("{\"id\":").append(quote(pi.id()))
+                .append(",\"object\":\"payment_intent\"")
+                .append(",\"amount\":").append(pi.amount())
+                .append(",\"amount_received\":").append(pi.charged() ? pi.amount() : 0)
+                .append(",\"currency\":").append(quote(pi.currency()))
+                .append(",\"status\":").append(quote(pi.status()))
+                .append(",\"payment_method\":").append(quote(pi.paymentMethod()))
+                .append(",\"customer\":").append(quote(pi.customer()))
+                .append(",\"description\":").append(quote(pi.description()))
+                .append(",\"created\":").append(pi.created())
+                .append(",\"livemode\":false")
+                .append(",\"latest_charge\":").append(pi.charged() ? quote("ch_" + pi.id().substring(3)) : "null")
+                .append(",\"metadata\":{");
+        int i = 0;
+        for (Map.Entry<String, String> e : new TreeMap<>(pi.metadata()).entrySet()) {
+            json.append(i++ == 0 ? "" : ",").append(quote(e.getKey())).append(':').append(quote(e.getValue()));
+        }
+        json.append('}');
+        if (pi.declineCode() != null) {
+            json.append(",\"last_payment_error\":{\"type\":\"card_error\",\"code\":\"card_declined\",\"decline_code\":")
+                    .append(quote(pi.declineCode())).append(",\"message\":\"Your card was declined.\"}");
+        }
+        if ("requires_action".equals(pi.status())) {
+            json.append(",\"next_action\":{\"type\":\"use_stripe_sdk\"}");
+        }
+        return json.append('}').toString();
+    }
+
+    private static String error(String type, String code, String message, String param) {
+        return "{\"error\":{\"type\":" + quote(type) + (code == null ? "" : ",\"code\":" + quote(code))
+                + ",\"message\":" + quote(message) + (param == null ? "" : ",\"param\":" + quote(param)) + "}}";
+    }
+
+    static String quote(String value) {
+        if (value == null) {
+            return "null";
+        }
+        StringBuilder out = new StringBuilder(value.length() + 2).append('"');
+        for (char c : value.toCharArray()) {
+            switch (c) {
+                case '"' -> out.append("\\\"");
+                case '\\' -> out.append("\\\\");
+                case '\n' -> out.append("\\n");
+                case '\r' -> out.append("\\r");
+                case '\t' -> out.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        out.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                    } else {
+                        out.append(c);
+                    }
+                }
+            }
+        }
+        return out.append('"').toString();
+    }
+
+    private static Map<String, String> parseForm(String form) {
+        Map<String, String> out = new LinkedHashMap<>();
+        if (form == null || form.isEmpty()) {
+            return out;
+        }
+        for (String pair : form.split("&")) {
+            int eq = pair.indexOf('=');
+            String key = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+            String value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+            out.put(key, value);
+        }
+        return out;
+    }
+
+    private static boolean consume(AtomicInteger counter) {
+        return counter.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
+    }
+
+    private static void sleep(long millis) {
+        if (millis <= 0) {
+            return;
+        }
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private String randomId(int length) {
+        String alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        StringBuilder id = new StringBuilder(length);
+        for (int i = 0; i < length; i++) {
+            id.append(alphabet.charAt(random.nextInt(alphabet.length())));
+        }
+        return id.toString();
+    }
+}

@@ -1,0 +1,167 @@
+package dev.chargeonce.stripe;
+
+import com.stripe.exception.AuthenticationException;
+import com.stripe.exception.CardException;
+import com.stripe.exception.InvalidRequestException;
+import com.stripe.exception.RateLimitException;
+import com.stripe.exception.StripeException;
+import com.stripe.model.PaymentIntent;
+import com.stripe.model.StripeCollection;
+import com.stripe.model.StripeError;
+import com.stripe.param.PaymentIntentCreateParams;
+import com.stripe.param.PaymentIntentListParams;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.eclipse.microprofile.faulttolerance.exceptions.BulkheadException;
+import org.eclipse.microprofile.faulttolerance.exceptions.CircuitBreakerOpenException;
+import org.eclipse.microprofile.faulttolerance.exceptions.TimeoutException;
+import org.jboss.logging.Logger;
+
+/**
+ * The only way into Stripe: create-and-confirm a PaymentIntent, or find one again. Every result is classified
+ * into a {@link StripeOutcome}; nothing Stripe-specific leaks past this class.
+ */
+@ApplicationScoped
+public class StripeGateway {
+
+    private static final Logger LOG = Logger.getLogger(StripeGateway.class);
+
+    /** Stripe could not prove whether a PaymentIntent exists (lookup failed or too many to page through). */
+    public static final class LookupFailedException extends RuntimeException {
+        LookupFailedException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    private final StripeApi api;
+    private final StripeClients clients;
+    private final StripeConfig config;
+
+    StripeGateway(StripeApi api, StripeClients clients, StripeConfig config) {
+        this.api = api;
+        this.clients = clients;
+        this.config = config;
+    }
+
+    public StripeConfig config() {
+        return config;
+    }
+
+    public StripeOutcome createAndConfirm(PaymentOrder order) {
+        PaymentIntentCreateParams.Builder params = PaymentIntentCreateParams.builder()
+                .setAmount(order.amount())
+                .setCurrency(order.currency())
+                .setPaymentMethod(order.paymentMethod())
+                .setConfirm(true)
+                .setAutomaticPaymentMethods(PaymentIntentCreateParams.AutomaticPaymentMethods.builder()
+                        .setEnabled(true)
+                        .setAllowRedirects(PaymentIntentCreateParams.AutomaticPaymentMethods.AllowRedirects.NEVER)
+                        .build())
+                .putAllMetadata(order.metadata())
+                .putMetadata(PaymentOrder.CHARGE_ID, order.chargeId())
+                .putMetadata(PaymentOrder.CLIENT_ID, order.clientId())
+                .putMetadata(PaymentOrder.ATTEMPT, Integer.toString(order.attempt()));
+        if (order.customer() != null) {
+            params.setCustomer(order.customer());
+        }
+        if (order.description() != null) {
+            params.setDescription(order.description());
+        }
+        try {
+            return fromIntent(api.create(params.build(), order.stripeIdempotencyKey()));
+        } catch (CardException e) {
+            StripeError error = e.getStripeError();
+            String paymentIntentId = error != null && error.getPaymentIntent() != null ? error.getPaymentIntent().getId() : null;
+            return new StripeOutcome.Declined(paymentIntentId, nonNull(e.getCode(), "card_declined"), e.getDeclineCode(),
+                    error != null && error.getMessage() != null ? error.getMessage() : "Your card was declined.");
+        } catch (RateLimitException e) {
+            return new StripeOutcome.NotSent("stripe rate limited the request");
+        } catch (AuthenticationException e) {
+            LOG.error("Stripe refused our API key; check chargeonce.stripe.api-key", e);
+            return new StripeOutcome.NotSent("stripe authentication failed");
+        } catch (InvalidRequestException e) {
+            int status = e.getStatusCode() == null ? 400 : e.getStatusCode();
+            return new StripeOutcome.Rejected(status, nonNull(e.getCode(), "invalid_request"),
+                    nonNull(e.getStripeError() != null ? e.getStripeError().getMessage() : null, "Stripe rejected the payment."),
+                    e.getStripeError() != null ? e.getStripeError().getParam() : null);
+        } catch (CircuitBreakerOpenException e) {
+            return new StripeOutcome.NotSent("circuit open");
+        } catch (BulkheadException e) {
+            return new StripeOutcome.NotSent("too many concurrent Stripe calls");
+        } catch (StripeApi.UnreachableException | TimeoutException e) {
+            return new StripeOutcome.Unknown(e.getMessage(), false);
+        } catch (StripeApi.ServerErrorException e) {
+            return new StripeOutcome.Unknown(e.getMessage(), true);
+        } catch (StripeException e) {
+            return new StripeOutcome.Unknown(e.getClass().getSimpleName() + ": " + e.getMessage(), true);
+        }
+    }
+
+    /**
+     * Finds the PaymentIntent a charge created, by the metadata every create writes. Listing is strongly
+     * consistent at Stripe (search is not), so an empty answer proves that no attempt of this charge created one.
+     *
+     * @throws LookupFailedException when absence cannot be proven
+     */
+    public Optional<StripeOutcome> findPaymentIntent(String chargeId, Instant claimedAt) {
+        long since = claimedAt.minus(config.lookupSkew()).getEpochSecond();
+        List<PaymentIntent> matches = new ArrayList<>(1);
+        String startingAfter = null;
+        try {
+            for (int page = 0; page < config.lookupMaxPages(); page++) {
+                PaymentIntentListParams.Builder params = PaymentIntentListParams.builder()
+                        .setCreated(PaymentIntentListParams.Created.builder().setGte(since).build())
+                        .setLimit(100L);
+                if (startingAfter != null) {
+                    params.setStartingAfter(startingAfter);
+                }
+                StripeCollection<PaymentIntent> list = clients.client().v1().paymentIntents().list(params.build());
+                for (PaymentIntent pi : list.getData()) {
+                    if (pi.getMetadata() != null && chargeId.equals(pi.getMetadata().get(PaymentOrder.CHARGE_ID))) {
+                        matches.add(pi);
+                    }
+                }
+                if (!Boolean.TRUE.equals(list.getHasMore()) || list.getData().isEmpty()) {
+                    return pick(chargeId, matches);
+                }
+                startingAfter = list.getData().get(list.getData().size() - 1).getId();
+            }
+        } catch (StripeException e) {
+            throw new LookupFailedException("listing PaymentIntents failed: " + e.getMessage(), e);
+        }
+        throw new LookupFailedException("more than " + config.lookupMaxPages() + " pages of PaymentIntents to search", null);
+    }
+
+    private Optional<StripeOutcome> pick(String chargeId, List<PaymentIntent> matches) {
+        if (matches.isEmpty()) {
+            return Optional.empty();
+        }
+        if (matches.size() > 1) {
+            LOG.errorf("charge %s has %d PaymentIntents at Stripe; reconcile", chargeId, matches.size());
+        }
+        PaymentIntent best = matches.stream().filter(pi -> "succeeded".equals(pi.getStatus())).findFirst().orElse(matches.get(0));
+        return Optional.of(fromIntent(best));
+    }
+
+    private static StripeOutcome fromIntent(PaymentIntent pi) {
+        return switch (nonNull(pi.getStatus(), "unknown")) {
+            case "succeeded" -> new StripeOutcome.Succeeded(pi.getId());
+            case "requires_action" -> new StripeOutcome.RequiresAction(pi.getId());
+            case "requires_payment_method", "canceled" -> {
+                StripeError last = pi.getLastPaymentError();
+                yield new StripeOutcome.Declined(pi.getId(), last != null ? nonNull(last.getCode(), "card_declined") : "card_declined",
+                        last != null ? last.getDeclineCode() : null,
+                        last != null && last.getMessage() != null ? last.getMessage() : "Your card was declined.");
+            }
+            // processing, requires_capture, requires_confirmation: not final for us yet.
+            default -> new StripeOutcome.Unknown("payment intent " + pi.getId() + " is " + pi.getStatus(), false);
+        };
+    }
+
+    private static String nonNull(String value, String fallback) {
+        return value == null ? fallback : value;
+    }
+}

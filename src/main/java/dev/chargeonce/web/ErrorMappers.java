@@ -1,0 +1,70 @@
+package dev.chargeonce.web;
+
+import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import jakarta.ws.rs.NotAllowedException;
+import jakarta.ws.rs.NotFoundException;
+import jakarta.ws.rs.NotSupportedException;
+import jakarta.ws.rs.WebApplicationException;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import org.jboss.logging.Logger;
+import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
+
+/** Renders every failure in the one error shape; nothing leaves the service as an HTML page or a stack trace. */
+public class ErrorMappers {
+
+    private static final Logger LOG = Logger.getLogger(ErrorMappers.class);
+
+    @ServerExceptionMapper
+    public Response api(ApiException e) {
+        return respond(e.status(), ErrorBody.of(e.type(), e.code(), e.getMessage(), e.param()), e.retryAfter());
+    }
+
+    @ServerExceptionMapper
+    public Response database(DatabaseUnavailableException e) {
+        LOG.warnf("database unavailable: %s", e.getMessage());
+        return api(ApiException.unavailable("database_unavailable",
+                "The charge database cannot be reached; nothing was charged by this request. Retry with the same Idempotency-Key.",
+                java.time.Duration.ofSeconds(2)));
+    }
+
+    @ServerExceptionMapper
+    public Response notSupported(NotSupportedException e) {
+        return respond(415, ErrorBody.of("invalid_request_error", "unsupported_media_type",
+                "Send the body as application/json.", null), null);
+    }
+
+    @ServerExceptionMapper
+    public Response notFound(NotFoundException e) {
+        return respond(404, ErrorBody.of("invalid_request_error", "resource_missing", "No such resource.", null), null);
+    }
+
+    @ServerExceptionMapper
+    public Response notAllowed(NotAllowedException e) {
+        return respond(405, ErrorBody.of("invalid_request_error", "method_not_allowed", "Method not allowed on this resource.", null), null);
+    }
+
+    @ServerExceptionMapper
+    public Response web(WebApplicationException e) {
+        int status = e.getResponse().getStatus();
+        if (status >= 500) {
+            LOG.error("request failed", e);
+        }
+        return respond(status, ErrorBody.of(status >= 500 ? "api_error" : "invalid_request_error",
+                status >= 500 ? "internal_error" : "invalid_request", status >= 500 ? "Internal error." : e.getMessage(), null), null);
+    }
+
+    @ServerExceptionMapper
+    public Response unexpected(Exception e) {
+        LOG.error("unexpected failure", e);
+        return respond(500, ErrorBody.of("api_error", "internal_error", "Internal error.", null), null);
+    }
+
+    private static Response respond(int status, ErrorBody body, java.time.Duration retryAfter) {
+        Response.ResponseBuilder builder = Response.status(status).type(MediaType.APPLICATION_JSON_TYPE).entity(body);
+        if (retryAfter != null) {
+            builder.header("Retry-After", Math.max(1, (retryAfter.toMillis() + 999) / 1000));
+        }
+        return builder.build();
+    }
+}

@@ -1,0 +1,105 @@
+package dev.chargeonce.testing;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A TCP proxy the test owns, in front of a server it started: {@link #cut()} drops every connection and refuses
+ * new ones (a database outage as the service sees it), {@link #restore()} lets traffic through again.
+ */
+public final class TcpProxy implements AutoCloseable {
+
+    private final ServerSocket listener;
+    private final int targetPort;
+    private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+    private volatile boolean cut;
+    private volatile boolean closed;
+
+    public TcpProxy(int targetPort) throws IOException {
+        this.targetPort = targetPort;
+        this.listener = new ServerSocket();
+        listener.setReuseAddress(true);
+        listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 512);
+        Thread.ofPlatform().daemon().name("tcp-proxy-" + port()).start(this::accept);
+    }
+
+    public int port() {
+        return listener.getLocalPort();
+    }
+
+    public void cut() {
+        cut = true;
+        for (Socket s : open) {
+            closeQuietly(s);
+        }
+        open.clear();
+    }
+
+    public void restore() {
+        cut = false;
+    }
+
+    private void accept() {
+        while (!closed) {
+            try {
+                Socket client = listener.accept();
+                if (cut) {
+                    client.setSoLinger(true, 0);
+                    closeQuietly(client);
+                    continue;
+                }
+                Socket upstream = new Socket(InetAddress.getLoopbackAddress(), targetPort);
+                client.setTcpNoDelay(true);
+                upstream.setTcpNoDelay(true);
+                open.add(client);
+                open.add(upstream);
+                Thread.ofVirtual().start(() -> pump(client, upstream));
+                Thread.ofVirtual().start(() -> pump(upstream, client));
+            } catch (IOException e) {
+                if (closed) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private void pump(Socket from, Socket to) {
+        byte[] buffer = new byte[16 * 1024];
+        try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+            int n;
+            while (!cut && (n = in.read(buffer)) >= 0) {
+                out.write(buffer, 0, n);
+                out.flush();
+            }
+        } catch (IOException e) {
+            // a side closed: close both below
+        } finally {
+            closeQuietly(from);
+            closeQuietly(to);
+            open.remove(from);
+            open.remove(to);
+        }
+    }
+
+    private static void closeQuietly(Socket socket) {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // already closed
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        closed = true;
+        cut();
+        listener.close();
+    }
+}
