@@ -24,7 +24,7 @@ public class ChargeAdmission {
         void close();
     }
 
-    Ticket enter() {
+    public Ticket enter() {
         if (!open.get() || inFlight.register() < 0) {
             throw ApiException.unavailable("shutting_down",
                     "This instance is shutting down and took no claim. Retry with the same Idempotency-Key.", Duration.ofSeconds(1));

@@ -1,0 +1,87 @@
+package dev.chargeonce.recovery;
+
+import dev.chargeonce.charge.ChargeAdmission;
+import dev.chargeonce.charge.ChargeAnswer;
+import dev.chargeonce.charge.ChargeDriver;
+import dev.chargeonce.idempotency.ClaimedIntent;
+import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.stripe.StripeConfig;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.quarkus.scheduler.Scheduled;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.jboss.logging.Logger;
+
+/**
+ * Finishes what nobody else will: {@code processing} rows whose lease expired because their request crashed,
+ * timed out or got an unknown outcome and the client never came back. Runs on every instance; the takeover is
+ * {@code FOR UPDATE SKIP LOCKED} plus a lease-generation bump, so no two instances drive the same row, and the
+ * drive follows exactly the rules of a client retry (same Stripe key, lookup after a 5xx, key horizon).
+ */
+@ApplicationScoped
+public class RecoveryWorker {
+
+    private static final Logger LOG = Logger.getLogger(RecoveryWorker.class);
+
+    private final IdempotencyStore store;
+    private final ChargeDriver driver;
+    private final ChargeAdmission admission;
+    private final RecoveryConfig config;
+    private final StripeConfig stripeConfig;
+    private final MeterRegistry metrics;
+
+    RecoveryWorker(IdempotencyStore store, ChargeDriver driver, ChargeAdmission admission, RecoveryConfig config,
+                   StripeConfig stripeConfig, MeterRegistry metrics) {
+        this.store = store;
+        this.driver = driver;
+        this.admission = admission;
+        this.config = config;
+        this.stripeConfig = stripeConfig;
+        this.metrics = metrics;
+    }
+
+    @Scheduled(identity = "recovery", every = "${chargeonce.recovery.interval:5s}",
+            delayed = "${chargeonce.recovery.initial-delay:2s}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    void pass() {
+        if (!config.enabled() || !admission.isOpen()) {
+            return;
+        }
+        try {
+            recoverOnce();
+        } catch (DatabaseUnavailableException e) {
+            LOG.warnf("recovery pass skipped: %s", e.getMessage());
+        }
+    }
+
+    /** One pass: take over up to a batch of expired rows and drive each to a final state (or leave it unknown). */
+    public int recoverOnce() {
+        try (ChargeAdmission.Ticket ticket = admission.enter()) {
+            List<ClaimedIntent> due = store.takeOverExpired(config.batchSize(), stripeConfig.keyHorizon());
+            if (due.isEmpty()) {
+                return 0;
+            }
+            LOG.infof("recovery: took over %d expired row(s)", due.size());
+            try (ExecutorService drivers = Executors.newVirtualThreadPerTaskExecutor()) {
+                for (ClaimedIntent intent : due) {
+                    drivers.submit(() -> drive(intent));
+                }
+            }
+            return due.size();
+        }
+    }
+
+    private void drive(ClaimedIntent intent) {
+        try {
+            ChargeAnswer answer = driver.drive(intent);
+            String result = answer.retryAfter() == null ? "finished" : "still_unknown";
+            metrics.counter("chargeonce.recovery.actions", "result", result).increment();
+            LOG.infof("recovery: charge %s -> %d (%s)", intent.id(), answer.status(), result);
+        } catch (RuntimeException e) {
+            metrics.counter("chargeonce.recovery.actions", "result", "error").increment();
+            LOG.errorf(e, "recovery: charge %s could not be driven; its lease will expire again", intent.id());
+        }
+    }
+}

@@ -1,0 +1,161 @@
+package dev.chargeonce.testing;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The packaged service ({@code java -jar target/quarkus-app/quarkus-run.jar}) as a real OS process that a test
+ * can {@code kill -9}, stop with SIGTERM and start again on the same port. Its log goes to
+ * {@code target/process-logs/<name>-<n>.log}.
+ */
+public final class ServiceProcess implements AutoCloseable {
+
+    private static final Path JAR = Path.of("target", "quarkus-app", "quarkus-run.jar");
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    private final String name;
+    private final int port;
+    private final Map<String, String> config;
+    private Process process;
+    private int starts;
+
+    private ServiceProcess(String name, int port, Map<String, String> config) {
+        this.name = name;
+        this.port = port;
+        this.config = config;
+    }
+
+    /** Starts the service with these config properties (passed as -D system properties) and waits until ready. */
+    public static ServiceProcess start(String name, Map<String, String> config) {
+        if (!Files.exists(JAR)) {
+            throw new IllegalStateException(JAR + " is missing: process tests run after `package` (mvn verify)");
+        }
+        ServiceProcess service = new ServiceProcess(name, freePort(), new LinkedHashMap<>(config));
+        service.startProcess();
+        return service;
+    }
+
+    public void startProcess() {
+        List<String> command = new ArrayList<>();
+        command.add(ProcessHandle.current().info().command().orElse("java"));
+        command.add("-Xmx256m");
+        command.add("-Dquarkus.http.port=" + port);
+        command.add("-Dquarkus.log.console.json.enabled=false");
+        config.forEach((k, v) -> command.add("-D" + k + "=" + v));
+        command.add("-jar");
+        command.add(JAR.toString());
+        File log = Path.of("target", "process-logs", name + "-" + (++starts) + ".log").toFile();
+        log.getParentFile().mkdirs();
+        try {
+            process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log).start();
+        } catch (IOException e) {
+            throw new IllegalStateException("could not start " + name, e);
+        }
+        awaitReady(Duration.ofSeconds(60), log);
+    }
+
+    private void awaitReady(Duration timeout, File log) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException(name + " exited with " + process.exitValue() + "; see " + log);
+            }
+            try {
+                HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(uri("/q/health/ready")).timeout(Duration.ofSeconds(2)).build(),
+                        HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() == 200) {
+                    return;
+                }
+            } catch (IOException e) {
+                // not listening yet
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+            sleep(200);
+        }
+        throw new IllegalStateException(name + " not ready after " + timeout + "; see " + log);
+    }
+
+    /** SIGKILL: no shutdown hook, no graceful anything, exactly like an OOM kill or a node loss. */
+    public void kill9() {
+        process.destroyForcibly();
+        waitFor();
+    }
+
+    /** SIGTERM, as Kubernetes sends it; waits for the process to exit. */
+    public int terminate(Duration timeout) {
+        process.destroy();
+        try {
+            if (!process.waitFor(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+                waitFor();
+                throw new IllegalStateException(name + " did not stop within " + timeout + " after SIGTERM");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return process.exitValue();
+    }
+
+    public boolean isAlive() {
+        return process != null && process.isAlive();
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    public int port() {
+        return port;
+    }
+
+    public URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + port + path);
+    }
+
+    private void waitFor() {
+        try {
+            process.waitFor();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        if (process != null && process.isAlive()) {
+            process.destroyForcibly();
+            waitFor();
+        }
+    }
+
+    public static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
