@@ -2,7 +2,7 @@
 # chargeonce chaos run: one command (see README "Chaos").
 #
 #   chaos/run.sh [--duration 180s] [--naive-duration D] [--instances 2] [--clients 24] [--seed N]
-#                [--no-naive] [--require-naive-duplicates]
+#                [--no-naive] [--require-naive-duplicates] [--lookup-skew 10s]
 #
 # Clients with many logical payments (random timeouts and retries, concurrent duplicates, a key reused with
 # another body now and then) against --instances packaged service processes sharing one PostgreSQL primary,
@@ -27,6 +27,8 @@ SEED=$(( $(date +%s) ))
 NAIVE=1
 REQUIRE_NAIVE=false
 REPLICA_DELAY_MS=2000
+# chargeonce.stripe.lookup-skew for the instances: the stand-in shares this host's clock (see README "Chaos").
+LOOKUP_SKEW=10s
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) DURATION="$2"; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --seed) SEED="$2"; shift 2 ;;
     --no-naive) NAIVE=0; shift ;;
     --require-naive-duplicates) REQUIRE_NAIVE=true; shift ;;
+    --lookup-skew) LOOKUP_SKEW="$2"; shift 2 ;;
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
@@ -86,7 +89,7 @@ java -cp "$WORK_DIR/classes:$PGJDBC" Chaos \
   --pg-port "$PG_PORT" --replica-port "$REPLICA_PORT" --replica-delay-ms "$REPLICA_DELAY_MS" \
   --service-replica "$SERVICE_REPLICA" --duration "$DURATION" --naive-duration "$NAIVE_DURATION" \
   --instances "$INSTANCES" --clients "$CLIENTS" --seed "$SEED" --skip-naive "$([ "$NAIVE" = 1 ] && echo false || echo true)" \
-  --require-naive-duplicates "$REQUIRE_NAIVE"
+  --require-naive-duplicates "$REQUIRE_NAIVE" --lookup-skew "$LOOKUP_SKEW"
 status=$?
 set -e
 log "results, process logs and audit evidence: $RESULTS"
