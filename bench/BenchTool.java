@@ -198,6 +198,37 @@ public class BenchTool {
             }
         }
 
+        /** CPU ms per request of a wrk run: {service, pass-through, Stripe stand-in, PostgreSQL}, or null. */
+        double[] cpuPerRequest(String name, Run run) {
+            try {
+                Path p = dir.resolve(name + ".cpu");
+                if (!Files.exists(p) || run.requests() == 0) {
+                    return null;
+                }
+                String[] f = Files.readString(p).trim().split("\\s+");
+                double[] perRequest = new double[f.length];
+                for (int i = 0; i < f.length; i++) {
+                    perRequest[i] = Double.parseDouble(f[i]) / run.requests();
+                }
+                return perRequest;
+            } catch (IOException | RuntimeException e) {
+                return null;
+            }
+        }
+
+        static String cpu(double[] c, int... parts) {
+            if (c == null) {
+                return "–";
+            }
+            double total = 0;
+            StringBuilder b = new StringBuilder();
+            for (int part : parts) {
+                total += c[part];
+                b.append(b.length() == 0 ? "" : " + ").append(String.format(Locale.ROOT, "%.2f", c[part]));
+            }
+            return String.format(Locale.ROOT, "%.2f (%s)", total, b);
+        }
+
         static double pct(long[] sorted, double p) {
             if (sorted.length == 0) {
                 return Double.NaN;
@@ -274,6 +305,18 @@ public class BenchTool {
             }
             out.println();
 
+            out.println("CPU per request, in ms, measured from /proc over the same runs (wrk's own CPU not counted): where a");
+            out.println("charge's cost goes on these 2 cores.");
+            out.println();
+            out.println("| concurrency | chargeonce: service + PostgreSQL + Stripe stand-in | pass-through: pass-through + Stripe stand-in | replay: service + PostgreSQL |");
+            out.println("|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                int c = CONCURRENCY[i];
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s |%n", c, cpu(cpuPerRequest("s1-svc-c" + c, svc[i]), 0, 3, 2),
+                        cpu(cpuPerRequest("s1-pt-c" + c, pt[i]), 1, 2), cpu(cpuPerRequest("s2-svc-c" + c, rep[i]), 0, 3));
+            }
+            out.println();
+
             out.println("#### 2. Replays of finished keys");
             out.println();
             out.println("| concurrency | replays/s | p50 | p99 | × pgbench replay (same c) | × pgbench replay limit | answered as replay |");
@@ -299,23 +342,36 @@ public class BenchTool {
             }
             out.println();
 
-            int inFlight = Integer.parseInt(meta.getOrDefault("slow_inflight", "2000"));
+            String[] inFlights = meta.getOrDefault("slow_inflights", "2000").trim().split("\\s+");
             int latency = Integer.parseInt(meta.getOrDefault("slow_latency_ms", "300"));
-            double ceiling = inFlight / (latency / 1000.0);
-            Run slow = wrk("s4-svc"), slowPt = wrk("s4-pt");
-            long rssPeak = Long.parseLong(meta.getOrDefault("s4_svc_rss_peak_kb", "0"));
-            long hwm = Long.parseLong(meta.getOrDefault("s4_svc_hwm_kb", "0"));
-            long ptRss = Long.parseLong(meta.getOrDefault("s4_pt_rss_peak_kb", "0"));
-            out.printf(Locale.ROOT, "#### 4. Slow Stripe: %d ms per call, %d requests in flight (Little's-law ceiling %,.0f/s)%n%n",
-                    latency, inFlight, ceiling);
-            out.println("| server | charges/s | × ceiling | p50 | p99 | non-201 / socket errors | RSS peak (VmRSS) | VmHWM | JVM options |");
-            out.println("|---|---:|---:|---:|---:|---:|---:|---:|---|");
-            out.printf(Locale.ROOT, "| chargeonce | %s | %s | %s | %s | %d / %d | %d MiB | %d MiB | `%s` |%n", rate(slow.rate()),
-                    ratio(slow.rate(), ceiling), ms(slow.p50()), ms(slow.p99()), slow.requests() - slow.count("s201"),
-                    slow.errors(), rssPeak / 1024, hwm / 1024, meta.getOrDefault("service_jvm", ""));
-            out.printf(Locale.ROOT, "| pass-through | %s | %s | %s | %s | %d / %d | %d MiB | – | `%s` |%n", rate(slowPt.rate()),
-                    ratio(slowPt.rate(), ceiling), ms(slowPt.p50()), ms(slowPt.p99()),
-                    slowPt.requests() - slowPt.count("s201"), slowPt.errors(), ptRss / 1024, meta.getOrDefault("service_jvm", ""));
+            out.printf(Locale.ROOT, "#### 4. Slow Stripe: %d ms per call, requests in flight = connections; ceiling = in flight ÷ %d ms%n%n",
+                    latency, latency);
+            out.println("| in flight | server | charges/s | Little's-law ceiling | × ceiling | p50 | p99 | non-201 / socket errors | CPU ms per charge (server + PostgreSQL + stand-in) | RSS peak (VmRSS) | VmHWM |");
+            out.println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            Run slow = Run.MISSING;
+            double ceiling = Double.NaN;
+            long rssPeak = 0, hwm = 0;
+            for (String n : inFlights) {
+                int inFlight = Integer.parseInt(n);
+                ceiling = inFlight / (latency / 1000.0);
+                for (String target : List.of("svc", "pt")) {
+                    Run r = wrk("s4-" + target + "-" + n);
+                    long peak = Long.parseLong(meta.getOrDefault("s4_" + target + "_" + n + "_rss_peak_kb", "0"));
+                    long high = Long.parseLong(meta.getOrDefault("s4_" + target + "_" + n + "_hwm_kb", "0"));
+                    double[] cpu = cpuPerRequest("s4-" + target + "-" + n, r);
+                    out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %d / %d | %s | %d MiB | %d MiB |%n", inFlight,
+                            target.equals("svc") ? "chargeonce" : "pass-through", rate(r.rate()), rate(ceiling),
+                            ratio(r.rate(), ceiling), ms(r.p50()), ms(r.p99()), r.requests() - r.count("s201"), r.errors(),
+                            target.equals("svc") ? cpu(cpu, 0, 3, 2) : cpu(cpu, 1, 3, 2), peak / 1024, high / 1024);
+                    if (target.equals("svc")) {
+                        slow = r;
+                        rssPeak = peak;
+                        hwm = high;
+                    }
+                }
+            }
+            out.println();
+            out.println("Both JVMs: `" + meta.getOrDefault("service_jvm", "") + "`.");
             out.println();
 
             out.println("#### 5. Growth of stripe_intents (concurrency " + meta.getOrDefault("growth_concurrency", "16") + ")");
@@ -361,7 +417,7 @@ public class BenchTool {
             double replayPeak = best(rep);
             target("replay throughput vs pgbench replay limit (peak vs peak)", "≥ 0.25", ratio(replayPeak, replayLimit),
                     replayPeak / replayLimit >= 0.25, gap(replayPeak / replayLimit, 0.25));
-            target("slow Stripe: throughput vs Little's-law ceiling", "≥ 0.80", ratio(slow.rate(), ceiling),
+            target("slow Stripe, " + inFlights[inFlights.length - 1] + " in flight: throughput vs Little's-law ceiling", "≥ 0.80", ratio(slow.rate(), ceiling),
                     slow.rate() / ceiling >= 0.8, gap(slow.rate() / ceiling, 0.8));
             double peakMiB = Math.max(rssPeak, hwm) / 1024.0;
             target("slow Stripe: resident memory (VmHWM)", "< 512 MiB", String.format(Locale.ROOT, "%.0f MiB", peakMiB),

@@ -964,7 +964,8 @@ public class Chaos {
         long duplicatePayments, doubleCharged, extraIntents;
         long toldSucceededStripeHasNot, chargedButNotToldSucceeded, rowDisagreesWithStripe, orphanIntents;
         long replayMismatches, rowAnswerMismatches, conflictsSent, conflictsRefused, conflictsCharged, unexpectedFinal;
-        final List<String> evidence = new ArrayList<>();
+        /** Evidence by kind, most serious kinds first, at most 50 examples of each. */
+        final Map<String, List<String>> evidence = new LinkedHashMap<>();
 
         Audit(String label) {
             this.label = label;
@@ -981,10 +982,25 @@ public class Chaos {
                     "postgres", "x");
         }
 
-        void note(String what) {
-            if (evidence.size() < 200) {
-                evidence.add(what);
+        void note(String kind, String what) {
+            List<String> examples = evidence.computeIfAbsent(kind, k -> new ArrayList<>());
+            if (examples.size() < 50) {
+                examples.add(what);
             }
+        }
+
+        String evidenceText() {
+            StringBuilder out = new StringBuilder();
+            for (String kind : List.of("DUPLICATE", "LOSS", "CHARGED BUT TOLD OTHERWISE", "ROW/STRIPE DISAGREE",
+                    "REPLAY DIFFERS", "ROW HOLDS ANOTHER ANSWER", "KEY REUSE ACCEPTED", "NO FINAL ANSWER",
+                    "ROW NOT TERMINAL", "UNEXPECTED FINAL ANSWER", "ORPHAN PAYMENTINTENT")) {
+                List<String> examples = evidence.get(kind);
+                if (examples != null) {
+                    out.append("== ").append(kind).append(" (first ").append(examples.size()).append(")\n");
+                    examples.forEach(e -> out.append(e).append('\n'));
+                }
+            }
+            return out.toString();
         }
 
         static Audit of(Run run, long chaosMillis, long recoveryMillis, long unfinished) throws Exception {
@@ -1033,7 +1049,7 @@ public class Chaos {
                     a.rowsFailed++;
                 } else {
                     a.rowsNotTerminal++;
-                    a.note("row not terminal: " + row);
+                    a.note("ROW NOT TERMINAL", row.toString());
                 }
             }
 
@@ -1042,7 +1058,7 @@ public class Chaos {
                 byPayment.computeIfAbsent(String.valueOf(pi.paymentId()), k -> new ArrayList<>()).add(pi);
                 if (pi.chargeId() == null || !rowByCharge.containsKey(pi.chargeId())) {
                     a.orphanIntents++;
-                    a.note("PaymentIntent " + pi + " names a charge the database does not have");
+                    a.note("ORPHAN PAYMENTINTENT", pi + " names a charge the database does not have");
                 }
             }
 
@@ -1061,14 +1077,14 @@ public class Chaos {
                 if (pis.size() > 1) {
                     a.duplicatePayments++;
                     a.extraIntents += pis.size() - 1;
-                    a.note("DUPLICATE: " + where + " has " + pis.size() + " PaymentIntents at Stripe: " + pis);
+                    a.note("DUPLICATE", where + " has " + pis.size() + " PaymentIntents at Stripe: " + pis);
                 }
                 if (charged.size() > 1) {
                     a.doubleCharged++;
                 }
                 if (first == null) {
                     a.neverFinal++;
-                    a.note("no final answer even after recovery: " + where);
+                    a.note("NO FINAL ANSWER", where);
                     continue;
                 }
                 if (first.status() == 201) {
@@ -1076,37 +1092,37 @@ public class Chaos {
                     String pi = Json.field(first.body(), "payment_intent");
                     if (charged.stream().noneMatch(i -> i.id().equals(pi))) {
                         a.toldSucceededStripeHasNot++;
-                        a.note("LOSS: " + where + " was told succeeded with " + pi + " but Stripe has no such charge: " + pis);
+                        a.note("LOSS", where + " was told succeeded with " + pi + " but Stripe has no such charge: " + pis);
                     }
                 } else {
                     if (first.status() == 402) {
                         a.declinedForClient++;
                     } else {
                         a.unexpectedFinal++;
-                        a.note("unexpected final answer for " + where + ": " + first.describe());
+                        a.note("UNEXPECTED FINAL ANSWER", where + ": " + first.describe());
                     }
                     if (!charged.isEmpty()) {
                         a.chargedButNotToldSucceeded++;
-                        a.note("CHARGED BUT TOLD OTHERWISE: " + where + " got " + first.describe() + " but Stripe charged " + charged);
+                        a.note("CHARGED BUT TOLD OTHERWISE", where + " got " + first.describe() + " but Stripe charged " + charged);
                     }
                 }
                 for (Answer later : List.copyOf(p.finals)) {
                     if (later.status() != first.status() || !later.body().equals(first.body())) {
                         a.replayMismatches++;
-                        a.note("REPLAY DIFFERS: " + where + "\n    first: " + first.describe() + "\n    later: " + later.describe());
+                        a.note("REPLAY DIFFERS", where + "\n    first: " + first.describe() + "\n    later: " + later.describe());
                         break;
                     }
                 }
                 if (row != null && row.responseStatus() != null
                         && (row.responseStatus() != first.status() || !first.body().equals(row.responseBody()))) {
                     a.rowAnswerMismatches++;
-                    a.note("ROW HOLDS ANOTHER ANSWER: " + where + "\n    client: " + first.describe() + "\n    row: "
+                    a.note("ROW HOLDS ANOTHER ANSWER", where + "\n    client: " + first.describe() + "\n    row: "
                             + row.responseStatus() + " " + row.responseBody());
                 }
                 if (row != null && "completed".equals(row.status())) {
                     if (charged.size() != 1 || !charged.get(0).id().equals(row.paymentIntentId())) {
                         a.rowDisagreesWithStripe++;
-                        a.note("ROW/STRIPE DISAGREE: " + where + " row says " + row.paymentIntentId() + ", Stripe has " + pis);
+                        a.note("ROW/STRIPE DISAGREE", where + " row says " + row.paymentIntentId() + ", Stripe has " + pis);
                     }
                 }
                 if (!p.conflictAnswers.isEmpty()) {
@@ -1116,12 +1132,12 @@ public class Chaos {
                             a.conflictsRefused++;
                         } else {
                             a.conflictsCharged++;
-                            a.note("KEY REUSE ACCEPTED: " + where + " other body answered " + c.describe());
+                            a.note("KEY REUSE ACCEPTED", where + " other body answered " + c.describe());
                         }
                     }
                 }
             }
-            Files.writeString(results.resolve(run.variant.database + "-audit.txt"), String.join("\n", a.evidence) + "\n");
+            Files.writeString(results.resolve(run.variant.database + "-audit.txt"), a.evidenceText());
             log(a.label + ": " + a.violations() + " violations; evidence in " + results.resolve(run.variant.database + "-audit.txt"));
             return a;
         }
