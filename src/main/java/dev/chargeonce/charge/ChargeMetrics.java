@@ -65,6 +65,10 @@ public class ChargeMetrics {
         lookupResolved.increment();
     }
 
+    void circuitOpenRejection() {
+        registry.counter("chargeonce.charges", "outcome", "circuit_open").increment();
+    }
+
     void parkedForReconciliation() {
         parked.increment();
     }

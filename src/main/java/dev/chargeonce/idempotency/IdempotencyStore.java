@@ -99,6 +99,26 @@ public class IdempotencyStore {
              WHERE id = ? AND lease_gen = ? AND status = 'processing'
             """;
 
+    private static final String PEEK = """
+            SELECT false AS fresh, %s FROM stripe_intents x WHERE x.client_id = ? AND x.idempotency_key = ?
+            """.formatted(COLUMNS);
+
+    private static final String COUNT_ATTENTION_ROWS = """
+            SELECT count(*) FILTER (WHERE NOT needs_reconciliation
+                                      AND lease_until < clock_timestamp() - ? * interval '1 millisecond'),
+                   count(*) FILTER (WHERE needs_reconciliation)
+              FROM stripe_intents WHERE status = 'processing'
+            """;
+
+    private static final String DELETE_FINISHED = """
+            DELETE FROM stripe_intents WHERE id IN (
+                SELECT id FROM stripe_intents
+                 WHERE status <> 'processing' AND finished_at < clock_timestamp() - ? * interval '1 millisecond'
+                 ORDER BY finished_at
+                 LIMIT ?
+                 FOR UPDATE SKIP LOCKED)
+            """;
+
     private static final String ANSWER_OF = """
             SELECT status, response_status, response_body,
                    ceil(extract(epoch FROM (lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms
@@ -146,17 +166,9 @@ public class IdempotencyStore {
             if (row.fresh) {
                 return new Claim.Fresh(row.intent());
             }
-            if (!row.fingerprint.equals(intent.fingerprint().hex())) {
-                return new Claim.Mismatch();
-            }
-            if (row.status != IntentStatus.PROCESSING) {
-                return new Claim.Replay(new StoredAnswer(row.responseStatus, row.responseBody));
-            }
-            if (row.needsReconciliation) {
-                return new Claim.UnderReconciliation();
-            }
-            if (row.leaseLeftMillis > 0) {
-                return new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis));
+            Optional<Claim> settled = classifyExisting(row, intent.fingerprint());
+            if (settled.isPresent()) {
+                return settled.get();
             }
             Optional<Row> taken = queryOne(TAKE_OVER, ps -> {
                 ps.setLong(1, config.lease().toMillis());
@@ -170,6 +182,62 @@ public class IdempotencyStore {
             // Someone else took it over or finished it between the two statements: look again.
         }
         return new Claim.InFlight(Duration.ofSeconds(1));
+    }
+
+    /**
+     * What the key holds, without claiming anything: for when Stripe is known to be unavailable (circuit open),
+     * so that replays are still answered and no lease is taken for a call that will not be made. Empty when the
+     * key is new, or processing with an expired lease (a claim would take it over).
+     */
+    public Optional<Claim> peek(String clientId, IdempotencyKey key, Fingerprint fingerprint, Duration keyHorizon) {
+        return queryOne(PEEK, ps -> {
+            ps.setLong(1, keyHorizon.toMillis());
+            ps.setString(2, clientId);
+            ps.setString(3, key.value());
+        }).flatMap(row -> classifyExisting(row, fingerprint));
+    }
+
+    /** The answer an existing row gives a request with this fingerprint; empty when its lease can be taken over. */
+    private static Optional<Claim> classifyExisting(Row row, Fingerprint fingerprint) {
+        if (!row.fingerprint.equals(fingerprint.hex())) {
+            return Optional.of(new Claim.Mismatch());
+        }
+        if (row.status != IntentStatus.PROCESSING) {
+            return Optional.of(new Claim.Replay(new StoredAnswer(row.responseStatus, row.responseBody)));
+        }
+        if (row.needsReconciliation) {
+            return Optional.of(new Claim.UnderReconciliation());
+        }
+        if (row.leaseLeftMillis > 0) {
+            return Optional.of(new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis)));
+        }
+        return Optional.empty();
+    }
+
+    /** Counts for the operators' gauges: rows stuck past their lease, and rows parked for reconciliation. */
+    public RowCounts countAttentionRows(Duration stuckAfter) {
+        long[] counts = new long[2];
+        run(COUNT_ATTENTION_ROWS, ps -> ps.setLong(1, stuckAfter.toMillis()), rs -> {
+            if (rs.next()) {
+                counts[0] = rs.getLong(1);
+                counts[1] = rs.getLong(2);
+            }
+        });
+        return new RowCounts(counts[0], counts[1]);
+    }
+
+    public record RowCounts(long stuckProcessing, long parkedForReconciliation) {
+    }
+
+    /**
+     * Deletes up to {@code batch} finished rows older than {@code retention}. Small batches and SKIP LOCKED keep
+     * locks short; processing rows are never deleted, whatever their age.
+     */
+    public int deleteFinishedBefore(Duration retention, int batch) {
+        return update(DELETE_FINISHED, ps -> {
+            ps.setLong(1, retention.toMillis());
+            ps.setInt(2, batch);
+        });
     }
 
     /** Takes over up to {@code limit} rows whose lease expired; another instance never gets the same row. */

@@ -10,6 +10,8 @@ import com.stripe.model.StripeCollection;
 import com.stripe.model.StripeError;
 import com.stripe.param.PaymentIntentCreateParams;
 import com.stripe.param.PaymentIntentListParams;
+import io.smallrye.faulttolerance.api.CircuitBreakerMaintenance;
+import io.smallrye.faulttolerance.api.CircuitBreakerState;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -48,6 +50,14 @@ public class StripeGateway {
 
     public StripeConfig config() {
         return config;
+    }
+
+    /**
+     * False while the circuit breaker is open: a create would not be sent, so a new claim would be a lease taken
+     * for nothing. (Half-open lets trial calls through.)
+     */
+    public boolean acceptingCalls() {
+        return CircuitBreakerMaintenance.get().currentState(StripeApi.CIRCUIT) != CircuitBreakerState.OPEN;
     }
 
     public StripeOutcome createAndConfirm(PaymentOrder order) {
