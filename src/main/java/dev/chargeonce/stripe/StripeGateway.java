@@ -12,7 +12,11 @@ import com.stripe.param.PaymentIntentCreateParams;
 import com.stripe.param.PaymentIntentListParams;
 import io.smallrye.faulttolerance.api.CircuitBreakerMaintenance;
 import io.smallrye.faulttolerance.api.CircuitBreakerState;
+import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import java.util.concurrent.TimeUnit;
+import org.eclipse.microprofile.config.ConfigProvider;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,11 +45,15 @@ public class StripeGateway {
     private final StripeApi api;
     private final StripeClients clients;
     private final StripeConfig config;
+    private final long circuitDelayNanos;
+    private volatile long circuitOpenedAt = System.nanoTime();
 
     StripeGateway(StripeApi api, StripeClients clients, StripeConfig config) {
         this.api = api;
         this.clients = clients;
         this.config = config;
+        this.circuitDelayNanos = TimeUnit.MILLISECONDS.toNanos(ConfigProvider.getConfig()
+                .getOptionalValue(StripeApi.CIRCUIT_DELAY_PROPERTY, Long.class).orElse(StripeApi.CIRCUIT_DELAY_MILLIS));
     }
 
     public StripeConfig config() {
@@ -57,7 +65,23 @@ public class StripeGateway {
      * for nothing. (Half-open lets trial calls through.)
      */
     public boolean acceptingCalls() {
-        return CircuitBreakerMaintenance.get().currentState(StripeApi.CIRCUIT) != CircuitBreakerState.OPEN;
+        if (CircuitBreakerMaintenance.get().currentState(StripeApi.CIRCUIT) != CircuitBreakerState.OPEN) {
+            return true;
+        }
+        // SmallRye moves an open circuit to half-open lazily, on the first call after the delay: past the delay,
+        // let calls through, or the circuit would never be tried again.
+        return System.nanoTime() - circuitOpenedAt >= circuitDelayNanos;
+    }
+
+    void watchCircuit(@Observes StartupEvent event) {
+        CircuitBreakerMaintenance.get().onStateChange(StripeApi.CIRCUIT, state -> {
+            if (state == CircuitBreakerState.OPEN) {
+                circuitOpenedAt = System.nanoTime();
+                LOG.warn("Stripe circuit breaker OPEN: new charges are answered 503 without a claim");
+            } else {
+                LOG.infof("Stripe circuit breaker %s", state);
+            }
+        });
     }
 
     public StripeOutcome createAndConfirm(PaymentOrder order) {
