@@ -2,6 +2,8 @@ package dev.chargeonce.idempotency;
 
 import io.agroal.api.AgroalDataSource;
 import jakarta.enterprise.inject.Default;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -130,10 +132,16 @@ public class IdempotencyStore {
 
     private final AgroalDataSource primary;
     private final IdempotencyConfig config;
+    private final Timer claimLatency;
+    private final Timer finishLatency;
 
-    public IdempotencyStore(@Default AgroalDataSource primary, IdempotencyConfig config) {
+    public IdempotencyStore(@Default AgroalDataSource primary, IdempotencyConfig config, MeterRegistry metrics) {
         this.primary = primary;
         this.config = config;
+        this.claimLatency = Timer.builder("chargeonce.db.statement").tag("statement", "claim")
+                .publishPercentileHistogram().register(metrics);
+        this.finishLatency = Timer.builder("chargeonce.db.statement").tag("statement", "finish")
+                .publishPercentileHistogram().register(metrics);
     }
 
     /**
@@ -141,6 +149,15 @@ public class IdempotencyStore {
      * expired lease. A claim that cannot be committed throws {@link DatabaseUnavailableException}.
      */
     public Claim claim(NewIntent intent, Duration keyHorizon) {
+        Timer.Sample sample = Timer.start();
+        try {
+            return claimUntimed(intent, keyHorizon);
+        } finally {
+            sample.stop(claimLatency);
+        }
+    }
+
+    private Claim claimUntimed(NewIntent intent, Duration keyHorizon) {
         // Two rounds at most: a conflicting row committed after this statement's snapshot is invisible to the
         // SELECT half (the INSERT half saw it and did nothing); the next statement sees it.
         for (int round = 0; round < 3; round++) {
@@ -263,14 +280,14 @@ public class IdempotencyStore {
         if (status == IntentStatus.PROCESSING) {
             throw new IllegalArgumentException("finish needs a final status");
         }
-        return update(FINISH, ps -> {
+        return finishLatency.record(() -> update(FINISH, ps -> {
             ps.setString(1, status.column());
             ps.setInt(2, answer.status());
             ps.setString(3, answer.body());
             ps.setString(4, paymentIntentId);
             ps.setString(5, holder.id());
             ps.setInt(6, holder.leaseGeneration());
-        }) == 1;
+        })) == 1;
     }
 
     /**

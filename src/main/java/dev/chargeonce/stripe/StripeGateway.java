@@ -12,10 +12,13 @@ import com.stripe.param.PaymentIntentCreateParams;
 import com.stripe.param.PaymentIntentListParams;
 import io.smallrye.faulttolerance.api.CircuitBreakerMaintenance;
 import io.smallrye.faulttolerance.api.CircuitBreakerState;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.eclipse.microprofile.config.ConfigProvider;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -48,10 +51,19 @@ public class StripeGateway {
     private final long circuitDelayNanos;
     private volatile long circuitOpenedAt = System.nanoTime();
 
-    StripeGateway(StripeApi api, StripeClients clients, StripeConfig config) {
+    private final MeterRegistry metrics;
+    private final Timer createLatency;
+    private final AtomicInteger circuitOpen = new AtomicInteger();
+
+    StripeGateway(StripeApi api, StripeClients clients, StripeConfig config, MeterRegistry metrics) {
         this.api = api;
         this.clients = clients;
         this.config = config;
+        this.metrics = metrics;
+        this.createLatency = Timer.builder("chargeonce.stripe.call").tag("call", "create")
+                .description("Stripe create-and-confirm, fault-tolerance retries included")
+                .publishPercentileHistogram().register(metrics);
+        metrics.gauge("chargeonce.stripe.circuit.open", circuitOpen);
         this.circuitDelayNanos = TimeUnit.MILLISECONDS.toNanos(ConfigProvider.getConfig()
                 .getOptionalValue(StripeApi.CIRCUIT_DELAY_PROPERTY, Long.class).orElse(StripeApi.CIRCUIT_DELAY_MILLIS));
     }
@@ -75,6 +87,7 @@ public class StripeGateway {
 
     void watchCircuit(@Observes StartupEvent event) {
         CircuitBreakerMaintenance.get().onStateChange(StripeApi.CIRCUIT, state -> {
+            circuitOpen.set(state == CircuitBreakerState.OPEN ? 1 : 0);
             if (state == CircuitBreakerState.OPEN) {
                 circuitOpenedAt = System.nanoTime();
                 LOG.warn("Stripe circuit breaker OPEN: new charges are answered 503 without a claim");
@@ -104,6 +117,7 @@ public class StripeGateway {
         if (order.description() != null) {
             params.setDescription(order.description());
         }
+        Timer.Sample sample = Timer.start();
         try {
             return fromIntent(api.create(params.build(), order.stripeIdempotencyKey()));
         } catch (CardException e) {
@@ -131,6 +145,8 @@ public class StripeGateway {
             return new StripeOutcome.Unknown(e.getMessage(), true);
         } catch (StripeException e) {
             return new StripeOutcome.Unknown(e.getClass().getSimpleName() + ": " + e.getMessage(), true);
+        } finally {
+            sample.stop(createLatency);
         }
     }
 
@@ -174,7 +190,9 @@ public class StripeGateway {
             return Optional.empty();
         }
         if (matches.size() > 1) {
+            // Should be impossible by construction; if it ever happens an operator must refund one of them.
             LOG.errorf("charge %s has %d PaymentIntents at Stripe; reconcile", chargeId, matches.size());
+            metrics.counter("chargeonce.reconciliation.findings", "kind", "duplicate_payment_intents").increment();
         }
         PaymentIntent best = matches.stream().filter(pi -> "succeeded".equals(pi.getStatus())).findFirst().orElse(matches.get(0));
         return Optional.of(fromIntent(best));
