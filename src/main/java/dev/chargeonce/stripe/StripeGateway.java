@@ -33,6 +33,7 @@ import org.jboss.logging.Logger;
  * The only way into Stripe: create-and-confirm a PaymentIntent, or find one again. Every result is classified
  * into a {@link StripeOutcome}; nothing Stripe-specific leaks past this class.
  */
+@io.quarkus.runtime.Startup
 @ApplicationScoped
 public class StripeGateway {
 
@@ -54,6 +55,7 @@ public class StripeGateway {
     private final MeterRegistry metrics;
     private final Timer createLatency;
     private final AtomicInteger circuitOpen = new AtomicInteger();
+    private final io.micrometer.core.instrument.Counter duplicateFindings;
 
     StripeGateway(StripeApi api, StripeClients clients, StripeConfig config, MeterRegistry metrics) {
         this.api = api;
@@ -64,6 +66,8 @@ public class StripeGateway {
                 .description("Stripe create-and-confirm, fault-tolerance retries included")
                 .publishPercentileHistogram().register(metrics);
         metrics.gauge("chargeonce.stripe.circuit.open", circuitOpen);
+        // Registered up front so that the first finding is an increase from 0 that alerts can see.
+        this.duplicateFindings = metrics.counter("chargeonce.reconciliation.findings", "finding", "duplicate_payment_intents");
         this.circuitDelayNanos = TimeUnit.MILLISECONDS.toNanos(ConfigProvider.getConfig()
                 .getOptionalValue(StripeApi.CIRCUIT_DELAY_PROPERTY, Long.class).orElse(StripeApi.CIRCUIT_DELAY_MILLIS));
     }
@@ -192,7 +196,7 @@ public class StripeGateway {
         if (matches.size() > 1) {
             // Should be impossible by construction; if it ever happens an operator must refund one of them.
             LOG.errorf("charge %s has %d PaymentIntents at Stripe; reconcile", chargeId, matches.size());
-            metrics.counter("chargeonce.reconciliation.findings", "kind", "duplicate_payment_intents").increment();
+            duplicateFindings.increment();
         }
         PaymentIntent best = matches.stream().filter(pi -> "succeeded".equals(pi.getStatus())).findFirst().orElse(matches.get(0));
         return Optional.of(fromIntent(best));
