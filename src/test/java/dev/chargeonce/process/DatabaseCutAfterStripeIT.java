@@ -50,10 +50,7 @@ class DatabaseCutAfterStripeIT {
         env.stripe.setLatencyMillis(1_500);
         CompletableFuture<ChargeClient.Answer> first = CompletableFuture.supplyAsync(
                 () -> client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30)));
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (env.stripe.createRequests() < 1 && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
+        env.awaitCreateRequests(1, Duration.ofSeconds(10));
         env.databaseProxy.cut();
         ChargeClient.Answer during = first.get();
         env.stripe.setLatencyMillis(0);
@@ -66,15 +63,11 @@ class DatabaseCutAfterStripeIT {
         ChargeClient.Answer whileDown = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30));
         assertEquals(503, whileDown.status());
         assertEquals(creates, env.stripe.createRequests(), "no claim, no Stripe call");
-        assertEquals("processing", rowStatus(key));
+        assertEquals("processing", env.rowStatus(key));
 
         env.databaseProxy.restore();
         // The recovery worker (or a retry) re-sends the same Stripe key and records Stripe's answer.
-        deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (!"completed".equals(rowStatus(key)) && System.nanoTime() < deadline) {
-            Thread.sleep(250);
-        }
-        assertEquals("completed", rowStatus(key));
+        assertEquals("completed", env.awaitRowStatus(key, "completed", Duration.ofSeconds(30)));
         assertEquals(1, env.stripe.ledger().size(), "no second charge");
 
         ChargeClient.Answer after = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(10));
@@ -82,13 +75,4 @@ class DatabaseCutAfterStripeIT {
         assertTrue(after.body().contains(env.stripe.ledger().get(0).id()));
     }
 
-    private String rowStatus(String key) throws Exception {
-        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT status FROM stripe_intents WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? rs.getString(1) : null;
-            }
-        }
-    }
 }

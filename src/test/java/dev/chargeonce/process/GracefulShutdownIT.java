@@ -42,10 +42,7 @@ class GracefulShutdownIT {
         env.stripe.setLatencyMillis(2_000);
         CompletableFuture<ChargeClient.Answer> inFlight = CompletableFuture.supplyAsync(
                 () -> client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30)));
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (env.stripe.createRequests() < 1 && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
+        env.awaitCreateRequests(1, Duration.ofSeconds(10));
         service.terminate(Duration.ofSeconds(30));
 
         ChargeClient.Answer answer = inFlight.get();

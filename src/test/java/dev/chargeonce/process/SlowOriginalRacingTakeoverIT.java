@@ -52,10 +52,7 @@ class SlowOriginalRacingTakeoverIT {
         env.stripe.setLatencyMillis(3_000);
         CompletableFuture<ChargeClient.Answer> original = CompletableFuture.supplyAsync(
                 () -> client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30)));
-        long deadline0 = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (env.stripe.createRequests() < 1 && System.nanoTime() < deadline0) {
-            Thread.sleep(10);
-        }
+        env.awaitCreateRequests(1, Duration.ofSeconds(10));
         Thread.sleep(1_300); // the original's 1 s lease has expired; Stripe is still charging it (3 s)
 
         // The retry takes the row over (a new lease generation) and re-sends the same Stripe key.
