@@ -85,23 +85,44 @@ class ReadReplicaIT {
         }
     }
 
+    /** How many times a scenario that must fit in the lag window is tried on a machine too busy to fit it. */
+    private static final int WINDOW_ATTEMPTS = 3;
+
     @Test
     void retriesInsideTheLagWindowAreReplaysAndAGetReadsItsOwnWrite() throws Exception {
+        // Warm the service up (class loading, JIT, the Stripe client) so the scenario below fits in the window.
+        assertEquals(201, client.post(service.uri("/v1/charges"), UUID.randomUUID().toString(), ChargeClient.VISA,
+                Duration.ofSeconds(10)).status());
+        for (int attempt = 1; attempt <= WINDOW_ATTEMPTS; attempt++) {
+            if (chargeRetryAndReadInsideTheLagWindow(UUID.randomUUID().toString())) {
+                return;
+            }
+            System.out.printf("attempt %d did not fit in the replica's %s lag window (busy machine); again%n",
+                    attempt, TestReplica.APPLY_DELAY);
+        }
+        throw new AssertionError("no attempt fitted in the replica's lag window: nothing was proven about lag");
+    }
+
+    /**
+     * A charge, five retries, a GET and a list, all checked for correctness; returns whether they all ran while
+     * the replica did not have the charge yet (otherwise they proved nothing about a lagging replica).
+     */
+    private boolean chargeRetryAndReadInsideTheLagWindow(String key) throws Exception {
         long bytesBefore = replicaProxy.bytesToTarget();
         long connectionsBefore = replicaProxy.connectionsAccepted();
-        String key = UUID.randomUUID().toString();
+        double missingBefore = metric("chargeonce_replica_fallbacks_total", "reason=\"missing\"");
 
         ChargeClient.Answer first = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(10));
         long answeredAt = System.currentTimeMillis();
         assertEquals(201, first.status(), first.body());
         String chargeId = JSON.readTree(first.body()).get("id").asText();
-
         List<ChargeClient.Answer> retries = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
             retries.add(client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(10)));
         }
         Duration lagDuringRetries = TestReplica.lag();
-        assertFalse(replicaHasKey(key), "every retry ran inside the lag window: the replica does not have the key yet");
+        boolean retriesInsideWindow = !replicaHasKey(key);
+
         for (ChargeClient.Answer retry : retries) {
             assertEquals(201, retry.status(), retry.body());
             assertTrue(retry.replayed(), "a retry is a replay: " + retry);
@@ -112,22 +133,24 @@ class ReadReplicaIT {
         assertEquals(connectionsBefore, replicaProxy.connectionsAccepted(), "the POST path never connected to the replica");
         assertEquals(bytesBefore, replicaProxy.bytesToTarget(), "the POST path never sent a statement to the replica");
 
-        // Read-your-writes: the replica does not have the charge yet, the GET answers it anyway.
+        // Read-your-writes: a GET and a list right after the POST answer the charge, replica or not.
         HttpResponse<String> get = client.get(service.uri("/v1/charges/" + chargeId));
         HttpResponse<String> list = client.get(service.uri("/v1/charges?limit=5"));
-        assertFalse(replicaHasKey(key), "the reads also ran inside the lag window");
+        boolean readsInsideWindow = !replicaHasKey(key);
         assertEquals(200, get.statusCode(), get.body());
         JsonNode charge = JSON.readTree(get.body());
         assertEquals(chargeId, charge.get("id").asText());
         assertEquals("succeeded", charge.get("status").asText());
         assertEquals(intents.get(0).id(), charge.get("payment_intent").asText());
         assertEquals(200, list.statusCode(), list.body());
-        assertEquals(chargeId, JSON.readTree(list.body()).get("data").get(0).get("id").asText(),
-                "the list shows the new charge first although the replica lacks it");
+        assertEquals(chargeId, JSON.readTree(list.body()).get("data").get(0).get("id").asText(), "the list shows the new charge first");
         assertTrue(replicaProxy.bytesToTarget() > bytesBefore,
                 "the read endpoints did ask the replica first (the proxy sees replica traffic, so the zero above means something)");
-        assertTrue(metric("chargeonce_replica_fallbacks_total", "reason=\"missing\"") >= 2,
-                "both reads fell back to the primary because the replica missed the row");
+        if (!retriesInsideWindow || !readsInsideWindow) {
+            return false;
+        }
+        assertTrue(metric("chargeonce_replica_fallbacks_total", "reason=\"missing\"") >= missingBefore + 2,
+                "both reads fell back to the primary because the replica did not have the charge yet");
 
         // How far behind the replica really was: from the row's creation on the primary (same host clock) and
         // from the 201, until the row shows up on the replica.
@@ -145,6 +168,7 @@ class ReadReplicaIT {
         HttpResponse<String> again = client.get(service.uri("/v1/charges/" + chargeId));
         assertEquals(200, again.statusCode());
         assertEquals(charge, JSON.readTree(again.body()), "replica and primary show the same charge");
+        return true;
     }
 
     @Test
@@ -181,17 +205,24 @@ class ReadReplicaIT {
                     + " PRIMARY KEY (client_id, idempotency_key))");
         }
         TestReplica.awaitCaughtUp(Duration.ofSeconds(60)); // the naive lookup's table exists on the replica
-        String key = UUID.randomUUID().toString();
-
-        NaiveAnswer first = naiveCharge(key);
-        NaiveAnswer retry = naiveCharge(key);
-
-        int paymentIntents = env.stripe.intentsForCharge("naive-" + key).size();
-        System.out.printf("naive control (lookup on the replica, then charge): %d PaymentIntents for one key; "
-                + "first %s, retry %s%n", paymentIntents, first, retry);
-        assertFalse(retry.replayed(), "the retry found nothing on the lagging replica");
-        assertFalse(retry.stored(), "the primary already had the key: the naive code learns it after charging");
-        assertEquals(2, paymentIntents, "the naive lookup on the replica charged the customer twice");
+        for (int attempt = 1; attempt <= WINDOW_ATTEMPTS; attempt++) {
+            String key = UUID.randomUUID().toString();
+            NaiveAnswer first = naiveCharge(key);
+            NaiveAnswer retry = naiveCharge(key);
+            int paymentIntents = env.stripe.intentsForCharge("naive-" + key).size();
+            if (retry.replayed()) {
+                // The replica had already caught up: a busy machine, not the scenario. Only then is 1 right.
+                assertEquals(1, paymentIntents);
+                System.out.printf("naive attempt %d: the retry came after the lag window (busy machine); again%n", attempt);
+                continue;
+            }
+            System.out.printf("naive control (lookup on the replica, then charge): %d PaymentIntents for one key; "
+                    + "first %s, retry %s%n", paymentIntents, first, retry);
+            assertFalse(retry.stored(), "the primary already had the key: the naive code learns it after charging");
+            assertEquals(2, paymentIntents, "the naive lookup on the replica charged the customer twice");
+            return;
+        }
+        throw new AssertionError("no naive retry ran inside the replica's lag window: the control proved nothing");
     }
 
     private record NaiveAnswer(String paymentIntent, boolean replayed, boolean stored) {
