@@ -11,6 +11,9 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -355,6 +358,26 @@ public class IdempotencyStore {
                 + " FROM stripe_intents WHERE client_id = ? ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
             ps.setString(1, clientId);
             ps.setInt(2, limit);
+        }, rs -> {
+            while (rs.next()) {
+                found.add(chargeRecord(rs));
+            }
+        });
+        return found;
+    }
+
+    /**
+     * The client's newest charges created after {@code after}, newest first: what a lagging replica may not have
+     * yet (see {@code dev.chargeonce.charge.ChargeQueries#list}). Bounded by the client's index, so it reads only
+     * the recent rows.
+     */
+    public List<ChargeRecord> listChargesCreatedAfter(AgroalDataSource source, String clientId, Instant after, int limit) {
+        List<ChargeRecord> found = new ArrayList<>();
+        run(source, "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE client_id = ? AND created_at > ?"
+                + " ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
+            ps.setString(1, clientId);
+            ps.setObject(2, OffsetDateTime.ofInstant(after, ZoneOffset.UTC));
+            ps.setInt(3, limit);
         }, rs -> {
             while (rs.next()) {
                 found.add(chargeRecord(rs));
