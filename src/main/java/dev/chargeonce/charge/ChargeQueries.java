@@ -70,11 +70,13 @@ public class ChargeQueries {
     }
 
     Map<String, Object> list(String clientId, int limit) {
-        List<Map<String, Object>> data = newest(clientId, limit).stream().map(ChargeQueries::view).toList();
+        // One row more than asked tells whether there is more, without a count.
+        List<ChargeRecord> newest = newest(clientId, limit + 1);
+        List<Map<String, Object>> data = newest.stream().limit(limit).map(ChargeQueries::view).toList();
         Map<String, Object> page = new LinkedHashMap<>();
         page.put("object", "list");
         page.put("data", data);
-        page.put("has_more", data.size() == limit);
+        page.put("has_more", newest.size() > limit);
         return page;
     }
 

@@ -392,6 +392,11 @@ public final class StripeSandbox implements AutoCloseable {
                 metadata.put(k.substring(9, k.length() - 1), v);
             }
         });
+        if (metadata.size() > 50) {
+            // Stripe's limit, which the service's own three keys count against.
+            return Response.json(400, error("invalid_request_error", "parameter_invalid",
+                    "You can specify up to 50 keys in metadata.", "metadata"));
+        }
         String status;
         String declineCode = null;
         switch (paymentMethod) {

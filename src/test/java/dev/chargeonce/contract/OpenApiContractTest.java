@@ -281,7 +281,7 @@ class OpenApiContractTest {
     void theLargestValidChargePassesTheSchemaAndTheService() {
         // Every limit at its maximum: the schema and the parser agree on where valid ends.
         StringBuilder metadata = new StringBuilder("{");
-        for (int i = 0; i < 50; i++) {
+        for (int i = 0; i < 47; i++) {
             String key = String.format("k%02d", i) + "x".repeat(37);
             metadata.append(i == 0 ? "" : ",").append('"').append(key).append("\":\"").append("v".repeat(500)).append('"');
         }
