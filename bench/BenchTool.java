@@ -1,0 +1,459 @@
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * The two pieces of bench/run.sh that are easier to get right in Java than in shell (JDK only, run as a
+ * single-file program: {@code java bench/BenchTool.java <command> ...}).
+ *
+ * <ul>
+ *   <li>{@code pgbench-scripts <IdempotencyStore.java> <out dir>}: writes pgbench scripts with the service's own
+ *       claim and finish statements, cut out of the source so that the reference follows the code.</li>
+ *   <li>{@code report <results dir>}: reads what the run left there (wrk JSON lines, pgbench output and logs, RSS
+ *       samples, meta.properties) and prints the tables, the ratios and the targets as Markdown.</li>
+ * </ul>
+ */
+public class BenchTool {
+
+    public static void main(String[] args) throws IOException {
+        switch (args.length > 0 ? args[0] : "") {
+            case "pgbench-scripts" -> PgbenchScripts.write(Path.of(args[1]), Path.of(args[2]));
+            case "report" -> new Report(Path.of(args[1])).print(System.out);
+            default -> {
+                System.err.println("usage: BenchTool pgbench-scripts <IdempotencyStore.java> <dir> | report <dir>");
+                System.exit(2);
+            }
+        }
+    }
+
+    // ---- pgbench scripts ---------------------------------------------------------------------------------------
+
+    static final class PgbenchScripts {
+
+        /** The stored answer of a 1000-cent visa charge, as the service renders it (same size). */
+        static final String RESPONSE = "{\"id\":\"chg_0000000000000000000000pgb\",\"object\":\"charge\",\"status\":\"succeeded\","
+                + "\"amount\":1000,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\",\"customer\":null,"
+                + "\"description\":null,\"metadata\":{},\"payment_intent\":\"pi_000000000000000000000pgb\",\"created\":1767225600}";
+        static final String REQUEST = "{\"amount\":1000,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}";
+        static final String FINGERPRINT = "7c0b5b8e4c1f3f0a9d2e6b1a8c7d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d";
+        static final String LEASE_MS = "30000";
+        static final String HORIZON_MS = "82800000";
+
+        static void write(Path source, Path dir) throws IOException {
+            String java = Files.readString(source);
+            String columns = textBlock(java, "COLUMNS");
+            String claim = textBlock(java, "CLAIM").replace("%1$s", columns);
+            String finish = textBlock(java, "FINISH");
+            Files.createDirectories(dir);
+
+            // pgbench substitutes :name everywhere, string literals included ("amount":1000 would become a parameter),
+            // so every text value is a pgbench variable (-D name=value, see defines.txt): bound as a parameter, as
+            // JDBC binds it in the service.
+            Files.writeString(dir.resolve("defines.txt"), String.join("\n",
+                    "request=" + REQUEST, "response=" + RESPONSE, "fingerprint=" + FINGERPRINT, "pgbench_client=pgbench",
+                    "bench_client=bench", "usd=usd", "completed=completed") + "\n");
+
+            // claim + finish of a new payment: what the database does for every new charge.
+            String pair = "\\set k random(1, 9000000000000000000)\n"
+                    + bind(claim, List.of("'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "'pgb-' || CAST(:k AS text)",
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, HORIZON_MS, HORIZON_MS, ":pgbench_client",
+                    "'pgb-' || CAST(:k AS text)")).strip() + "\n\\gset\n"
+                    + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":id",
+                    ":lease_gen")).strip() + ";\n";
+            Files.writeString(dir.resolve("claim_finish.sql"), pair);
+
+            // the replay: the same claim statement finding a finished row (rows from bench/sql/bulk_rows.sql).
+            String replay = "\\set i 10 * random(0, :replay_rows - 1)\n"
+                    + bind(claim, List.of("'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "'bulk-' || CAST(:i AS text)",
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, HORIZON_MS, HORIZON_MS, ":bench_client",
+                    "'bulk-' || CAST(:i AS text)")).strip() + ";\n";
+            Files.writeString(dir.resolve("replay.sql"), replay);
+        }
+
+        /** The body of {@code NAME = """ ... """} in the Java source. */
+        static String textBlock(String java, String name) {
+            Matcher m = Pattern.compile("\\b" + name + "\\s*=\\s*\"\"\"\\s*\\n(.*?)\"\"\"", Pattern.DOTALL).matcher(java);
+            if (!m.find()) {
+                throw new IllegalStateException("IdempotencyStore.java has no text block " + name + ": update bench/BenchTool.java");
+            }
+            return m.group(1);
+        }
+
+        /** Replaces the JDBC placeholders in order; refuses when the statement's parameters changed. */
+        static String bind(String sql, List<String> values) {
+            long placeholders = sql.chars().filter(c -> c == '?').count();
+            if (placeholders != values.size()) {
+                throw new IllegalStateException("statement has " + placeholders + " parameters, the bench binds "
+                        + values.size() + ": update bench/BenchTool.java\n" + sql);
+            }
+            StringBuilder out = new StringBuilder();
+            int v = 0;
+            for (char c : sql.toCharArray()) {
+                out.append(c == '?' ? values.get(v++) : String.valueOf(c));
+            }
+            return out.toString();
+        }
+
+    }
+
+    // ---- report ------------------------------------------------------------------------------------------------
+
+    /** One wrk run (latencies in microseconds) or one pgbench run. */
+    record Run(double rate, double p50, double p99, double p999, long requests, Map<String, Long> counts) {
+        static final Run MISSING = new Run(Double.NaN, Double.NaN, Double.NaN, Double.NaN, 0, Map.of());
+
+        boolean present() {
+            return !Double.isNaN(rate);
+        }
+
+        long count(String k) {
+            return counts.getOrDefault(k, 0L);
+        }
+
+        long errors() {
+            return count("errors_connect") + count("errors_read") + count("errors_write") + count("errors_timeout");
+        }
+    }
+
+    static final class Report {
+        static final int[] CONCURRENCY = {1, 16, 64, 256};
+        final Path dir;
+        final Map<String, String> meta = new LinkedHashMap<>();
+        final List<String[]> targets = new ArrayList<>();
+
+        Report(Path dir) throws IOException {
+            this.dir = dir;
+            Path m = dir.resolve("meta.properties");
+            if (Files.exists(m)) {
+                for (String line : Files.readAllLines(m)) {
+                    int eq = line.indexOf('=');
+                    if (eq > 0) {
+                        meta.put(line.substring(0, eq), line.substring(eq + 1));
+                    }
+                }
+            }
+        }
+
+        Run wrk(String name) {
+            Path p = dir.resolve(name + ".json");
+            try {
+                if (!Files.exists(p)) {
+                    return Run.MISSING;
+                }
+                String json = Files.readAllLines(p).stream().filter(l -> l.startsWith("{")).reduce((a, b) -> b).orElse(null);
+                if (json == null) {
+                    return Run.MISSING;
+                }
+                Map<String, Long> counts = new LinkedHashMap<>();
+                Matcher m = Pattern.compile("\"(\\w+)\":(-?[0-9.]+)").matcher(json);
+                Map<String, Double> v = new LinkedHashMap<>();
+                while (m.find()) {
+                    v.put(m.group(1), Double.parseDouble(m.group(2)));
+                    counts.put(m.group(1), (long) Double.parseDouble(m.group(2)));
+                }
+                double seconds = v.get("duration_us") / 1e6;
+                return new Run(v.get("requests") / seconds, v.get("p50"), v.get("p99"), v.get("p999"), v.get("requests").longValue(), counts);
+            } catch (IOException | RuntimeException e) {
+                return Run.MISSING;
+            }
+        }
+
+        Run pgbench(String name) {
+            Path out = dir.resolve(name + ".txt");
+            try {
+                if (!Files.exists(out)) {
+                    return Run.MISSING;
+                }
+                Matcher tps = Pattern.compile("tps = ([0-9.]+) \\(without initial connection time\\)").matcher(Files.readString(out));
+                if (!tps.find()) {
+                    return Run.MISSING;
+                }
+                List<Long> latencies = new ArrayList<>();
+                try (Stream<Path> logs = Files.list(dir)) {
+                    for (Path log : logs.filter(p -> p.getFileName().toString().startsWith(name + ".log.")).toList()) {
+                        for (String line : Files.readAllLines(log)) {
+                            String[] f = line.split(" ");
+                            if (f.length > 2) {
+                                latencies.add(Long.parseLong(f[2]));
+                            }
+                        }
+                    }
+                }
+                long[] sorted = latencies.stream().mapToLong(Long::longValue).sorted().toArray();
+                return new Run(Double.parseDouble(tps.group(1)), pct(sorted, 50), pct(sorted, 99), pct(sorted, 99.9),
+                        sorted.length, Map.of());
+            } catch (IOException | RuntimeException e) {
+                return Run.MISSING;
+            }
+        }
+
+        /** CPU ms per request of a wrk run: {service, pass-through, Stripe stand-in, PostgreSQL}, or null. */
+        double[] cpuPerRequest(String name, Run run) {
+            try {
+                Path p = dir.resolve(name + ".cpu");
+                if (!Files.exists(p) || run.requests() == 0) {
+                    return null;
+                }
+                String[] f = Files.readString(p).trim().split("\\s+");
+                double[] perRequest = new double[f.length];
+                for (int i = 0; i < f.length; i++) {
+                    perRequest[i] = Double.parseDouble(f[i]) / run.requests();
+                }
+                return perRequest;
+            } catch (IOException | RuntimeException e) {
+                return null;
+            }
+        }
+
+        static String cpu(double[] c, int... parts) {
+            if (c == null) {
+                return "–";
+            }
+            double total = 0;
+            StringBuilder b = new StringBuilder();
+            for (int part : parts) {
+                total += c[part];
+                b.append(b.length() == 0 ? "" : " + ").append(String.format(Locale.ROOT, "%.2f", c[part]));
+            }
+            return String.format(Locale.ROOT, "%.2f (%s)", total, b);
+        }
+
+        static double pct(long[] sorted, double p) {
+            if (sorted.length == 0) {
+                return Double.NaN;
+            }
+            int i = (int) Math.ceil(p / 100.0 * sorted.length) - 1;
+            return sorted[Math.max(0, Math.min(sorted.length - 1, i))];
+        }
+
+        static String ms(double micros) {
+            return Double.isNaN(micros) ? "–" : String.format(Locale.ROOT, "%.2f", micros / 1000.0);
+        }
+
+        static String rate(double r) {
+            return Double.isNaN(r) ? "–" : String.format(Locale.ROOT, "%,.0f", r);
+        }
+
+        static String ratio(double a, double b) {
+            return Double.isNaN(a) || Double.isNaN(b) || b == 0 ? "–" : String.format(Locale.ROOT, "%.2f", a / b);
+        }
+
+        static double best(Run... runs) {
+            return Arrays.stream(runs).filter(Run::present).mapToDouble(Run::rate).max().orElse(Double.NaN);
+        }
+
+        void target(String name, String goal, String measured, boolean met, String distance) {
+            targets.add(new String[]{name, goal, measured, met ? "met" : "**missed**", distance});
+        }
+
+        void print(PrintStream out) {
+            out.println("### Benchmark run " + meta.getOrDefault("started", "?"));
+            out.println();
+            out.println("Machine: " + meta.getOrDefault("machine", "?") + ". " + meta.getOrDefault("software", ""));
+            out.println("Each measurement: " + meta.getOrDefault("duration", "?") + " of closed-loop load (wrk: one request in"
+                    + " flight per connection, concurrency = connections), after a warm-up. Latencies in ms. Load generator,"
+                    + " PostgreSQL, service and Stripe stand-in share the same 2 cores with other engineers' work: numbers"
+                    + " are noisy, compare the ratios measured side by side in this run.");
+            out.println();
+
+            Run[] pair = new Run[4], replayRef = new Run[4], pt = new Run[4], svc = new Run[4], rep = new Run[4], mix = new Run[4];
+            for (int i = 0; i < 4; i++) {
+                int c = CONCURRENCY[i];
+                pair[i] = pgbench("pgb-pair-c" + c);
+                replayRef[i] = pgbench("pgb-replay-c" + c);
+                pt[i] = wrk("s1-pt-c" + c);
+                svc[i] = wrk("s1-svc-c" + c);
+                rep[i] = wrk("s2-svc-c" + c);
+                mix[i] = wrk("s3-svc-c" + c);
+            }
+            double pairLimit = best(pair), replayLimit = best(replayRef), ptBest = best(pt);
+
+            out.println("#### References, same run");
+            out.println();
+            out.println("| concurrency | pgbench claim+finish tx/s | p50 | p99 | pgbench replay read tx/s | p50 | p99 | pass-through charges/s | p50 | p99 | p99.9 |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", CONCURRENCY[i],
+                        rate(pair[i].rate()), ms(pair[i].p50()), ms(pair[i].p99()),
+                        rate(replayRef[i].rate()), ms(replayRef[i].p50()), ms(replayRef[i].p99()),
+                        rate(pt[i].rate()), ms(pt[i].p50()), ms(pt[i].p99()), ms(pt[i].p999()));
+            }
+            out.println();
+
+            out.println("#### 1. New charges (Stripe latency 0)");
+            out.println();
+            out.println("| concurrency | charges/s | p50 | p99 | p99.9 | × pass-through | × pgbench pair (same c) | × pgbench pair limit | added p50 | added p99 | non-201 / socket errors |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                Run s = svc[i];
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d |%n", CONCURRENCY[i],
+                        rate(s.rate()), ms(s.p50()), ms(s.p99()), ms(s.p999()), ratio(s.rate(), pt[i].rate()),
+                        ratio(s.rate(), pair[i].rate()), ratio(s.rate(), pairLimit),
+                        ms(s.p50() - pt[i].p50()), ms(s.p99() - pt[i].p99()),
+                        s.requests() - s.count("s201"), s.errors());
+            }
+            out.println();
+
+            out.println("CPU per request, in ms, measured from /proc over the same runs (wrk's own CPU not counted): where a");
+            out.println("charge's cost goes on these 2 cores.");
+            out.println();
+            out.println("| concurrency | chargeonce: service + PostgreSQL + Stripe stand-in | pass-through: pass-through + Stripe stand-in | replay: service + PostgreSQL |");
+            out.println("|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                int c = CONCURRENCY[i];
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s |%n", c, cpu(cpuPerRequest("s1-svc-c" + c, svc[i]), 0, 3, 2),
+                        cpu(cpuPerRequest("s1-pt-c" + c, pt[i]), 1, 2), cpu(cpuPerRequest("s2-svc-c" + c, rep[i]), 0, 3));
+            }
+            out.println();
+
+            out.println("#### 2. Replays of finished keys");
+            out.println();
+            out.println("| concurrency | replays/s | p50 | p99 | × pgbench replay (same c) | × pgbench replay limit | answered as replay |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                Run r = rep[i];
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %d of %d |%n", CONCURRENCY[i], rate(r.rate()),
+                        ms(r.p50()), ms(r.p99()), ratio(r.rate(), replayRef[i].rate()), ratio(r.rate(), replayLimit),
+                        r.count("replayed"), r.requests());
+            }
+            out.println();
+
+            out.println("#### 3. Mix: 10% retries, 1% key reused with another body");
+            out.println();
+            out.println("| concurrency | requests/s | p50 | p99 | p99.9 | 201 first | 201 replayed | 422 reuse | 409 in flight | other / socket errors |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                Run m = mix[i];
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %d | %d | %d | %d | %d / %d |%n", CONCURRENCY[i],
+                        rate(m.rate()), ms(m.p50()), ms(m.p99()), ms(m.p999()), m.count("s201") - m.count("replayed"),
+                        m.count("replayed"), m.count("s422"), m.count("s409"),
+                        m.count("s402") + m.count("s503") + m.count("other"), m.errors());
+            }
+            out.println();
+
+            String[] inFlights = meta.getOrDefault("slow_inflights", "2000").trim().split("\\s+");
+            int latency = Integer.parseInt(meta.getOrDefault("slow_latency_ms", "300"));
+            out.printf(Locale.ROOT, "#### 4. Slow Stripe: %d ms per call, requests in flight = connections; ceiling = in flight ÷ %d ms%n%n",
+                    latency, latency);
+            out.println("| in flight | server | charges/s | Little's-law ceiling | × ceiling | p50 | p99 | non-201 / socket errors | CPU ms per charge (server + PostgreSQL + stand-in) | RSS peak (VmRSS) | VmHWM |");
+            out.println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            Run slow = Run.MISSING;
+            double ceiling = Double.NaN;
+            long rssPeak = 0, hwm = 0;
+            for (String n : inFlights) {
+                int inFlight = Integer.parseInt(n);
+                ceiling = inFlight / (latency / 1000.0);
+                for (String target : List.of("svc", "pt")) {
+                    Run r = wrk("s4-" + target + "-" + n);
+                    long peak = Long.parseLong(meta.getOrDefault("s4_" + target + "_" + n + "_rss_peak_kb", "0"));
+                    long high = Long.parseLong(meta.getOrDefault("s4_" + target + "_" + n + "_hwm_kb", "0"));
+                    double[] cpu = cpuPerRequest("s4-" + target + "-" + n, r);
+                    out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %d / %d | %s | %d MiB | %d MiB |%n", inFlight,
+                            target.equals("svc") ? "chargeonce" : "pass-through", rate(r.rate()), rate(ceiling),
+                            ratio(r.rate(), ceiling), ms(r.p50()), ms(r.p99()), r.requests() - r.count("s201"), r.errors(),
+                            target.equals("svc") ? cpu(cpu, 0, 3, 2) : cpu(cpu, 1, 3, 2), peak / 1024, high / 1024);
+                    if (target.equals("svc")) {
+                        slow = r;
+                        rssPeak = peak;
+                        hwm = high;
+                    }
+                }
+            }
+            out.println();
+            out.println("Both JVMs: `" + meta.getOrDefault("service_jvm", "") + "`.");
+            out.println();
+
+            out.println("#### 5. Growth of stripe_intents (concurrency " + meta.getOrDefault("growth_concurrency", "16") + ")");
+            out.println();
+            out.println("| rows in stripe_intents | table + indexes | claim (new charge) p50 | p99 | charges/s | replay p50 | p99 | replays/s | pgbench claim+finish p50 | p99 | claim p99 × empty |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            String[] steps = meta.getOrDefault("growth_steps", "").split(",");
+            double emptyP99 = Double.NaN;
+            double lastP99 = Double.NaN;
+            String lastStep = null;
+            for (String step : steps) {
+                if (step.isBlank()) {
+                    continue;
+                }
+                Run claim = wrk("s5-" + step + "-claim"), replay = wrk("s5-" + step + "-replay");
+                Run ref = pgbench("pgb-s5-" + step + "-pair");
+                if (Double.isNaN(emptyP99)) {
+                    emptyP99 = claim.p99();
+                }
+                lastP99 = claim.p99();
+                lastStep = step;
+                out.printf(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
+                        meta.getOrDefault("growth_rows_" + step, step), meta.getOrDefault("growth_size_" + step, "?"),
+                        ms(claim.p50()), ms(claim.p99()), rate(claim.rate()), ms(replay.p50()), ms(replay.p99()),
+                        rate(replay.rate()), ms(ref.p50()), ms(ref.p99()), ratio(claim.p99(), emptyP99));
+            }
+            out.println();
+            if (meta.containsKey("growth_load_seconds")) {
+                out.println("Bulk loads (one INSERT … SELECT generate_series, then VACUUM ANALYZE): " + meta.get("growth_load_seconds") + ".");
+                out.println();
+            }
+
+            // ---- targets
+            Run c16 = svc[1], pt16 = pt[1];
+            double peak = best(svc);
+            target("new-charge throughput vs pass-through (peak vs peak)", "≥ 0.80", ratio(peak, ptBest),
+                    peak / ptBest >= 0.8, gap(peak / ptBest, 0.8));
+            target("new-charge throughput vs pgbench claim+finish limit (peak vs peak)", "≥ 0.25", ratio(peak, pairLimit),
+                    peak / pairLimit >= 0.25, gap(peak / pairLimit, 0.25));
+            double added50 = (c16.p50() - pt16.p50()) / 1000.0, added99 = (c16.p99() - pt16.p99()) / 1000.0;
+            target("added latency p50 at concurrency 16", "≤ 2 ms", fmt(added50) + " ms", added50 <= 2, msGap(added50, 2));
+            target("added latency p99 at concurrency 16", "≤ 5 ms", fmt(added99) + " ms", added99 <= 5, msGap(added99, 5));
+            double replayPeak = best(rep);
+            target("replay throughput vs pgbench replay limit (peak vs peak)", "≥ 0.25", ratio(replayPeak, replayLimit),
+                    replayPeak / replayLimit >= 0.25, gap(replayPeak / replayLimit, 0.25));
+            target("slow Stripe, " + inFlights[inFlights.length - 1] + " in flight: throughput vs Little's-law ceiling", "≥ 0.80", ratio(slow.rate(), ceiling),
+                    slow.rate() / ceiling >= 0.8, gap(slow.rate() / ceiling, 0.8));
+            double peakMiB = Math.max(rssPeak, hwm) / 1024.0;
+            target("slow Stripe: resident memory (VmHWM)", "< 512 MiB", String.format(Locale.ROOT, "%.0f MiB", peakMiB),
+                    peakMiB < 512, peakMiB < 512 ? String.format(Locale.ROOT, "%.0f MiB to spare", 512 - peakMiB)
+                            : String.format(Locale.ROOT, "%.0f MiB over", peakMiB - 512));
+            boolean has10m = lastStep != null && lastStep.equals("10m");
+            target("claim p99 at " + (has10m ? "10 million" : meta.getOrDefault("growth_rows_" + lastStep, "largest") + " (10M not run)")
+                            + " rows vs empty", "≤ 1.5×", ratio(lastP99, emptyP99), lastP99 / emptyP99 <= 1.5,
+                    gap(1.5, lastP99 / emptyP99));
+            out.println("#### Targets of issue 6");
+            out.println();
+            out.println("| target | goal | measured | | distance |");
+            out.println("|---|---|---|---|---|");
+            for (String[] t : targets) {
+                out.println("| " + String.join(" | ", t) + " |");
+            }
+            out.println();
+        }
+
+        static String fmt(double v) {
+            return String.format(Locale.ROOT, "%.2f", v);
+        }
+
+        /** For "at least" ratios: how far above or below the goal, in points of the goal. */
+        static String gap(double measured, double goal) {
+            if (Double.isNaN(measured)) {
+                return "not measured";
+            }
+            double d = measured - goal;
+            return String.format(Locale.ROOT, "%s%.2f (%s%.0f%% of the goal)", d >= 0 ? "+" : "", d, d >= 0 ? "+" : "",
+                    100 * d / goal);
+        }
+
+        static String msGap(double measured, double goal) {
+            return Double.isNaN(measured) ? "not measured" : String.format(Locale.ROOT, "%.2f ms %s", Math.abs(goal - measured),
+                    measured <= goal ? "to spare" : "over");
+        }
+    }
+}

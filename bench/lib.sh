@@ -1,0 +1,174 @@
+# Shared by bench/run.sh and chaos/run.sh: tools, free loopback ports, a throwaway PostgreSQL 15, cleanup.
+# Everything started here is recorded in STARTED_PIDS / PG_DATA_DIRS and stopped by cleanup_started (trap EXIT):
+# nothing else on the machine is touched.
+
+STARTED_PIDS=()
+PG_DATA_DIRS=()
+WORK_DIR=""
+KEEP_WORK="${KEEP_WORK:-0}"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+pick_java() {
+  java_major() { "$1" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2}'; }
+  if [ -z "${JAVA_HOME:-}" ] || [ "$(java_major "$JAVA_HOME/bin/java")" -lt 21 ] 2>/dev/null; then
+    for candidate in /usr/lib/jvm/temurin-25-jdk-amd64 /usr/lib/jvm/temurin-2*-jdk* /usr/lib/jvm/java-2*-openjdk*; do
+      if [ -x "$candidate/bin/java" ] && [ "$(java_major "$candidate/bin/java")" -ge 21 ]; then
+        export JAVA_HOME="$candidate"
+        break
+      fi
+    done
+  fi
+  [ -n "${JAVA_HOME:-}" ] || die "no JDK 21+ found"
+  export PATH="$JAVA_HOME/bin:$PATH"
+}
+
+apt_install() {
+  # Installs Debian packages the scripts need when they are missing (CI starts from a bare machine).
+  log "installing $*"
+  if ! apt-get install -y -q "$@" >/dev/null 2>&1; then
+    apt-get update -q >/dev/null 2>&1 || true
+    apt-get install -y -q "$@" >/dev/null || die "could not install $*"
+  fi
+}
+
+pick_postgres() {
+  PG_BIN=""
+  for candidate in /usr/lib/postgresql/15/bin "$(pg_config --bindir 2>/dev/null || true)"; do
+    if [ -n "$candidate" ] && [ -x "$candidate/initdb" ] && [ -x "$candidate/pg_ctl" ]; then PG_BIN="$candidate"; break; fi
+  done
+  if [ -z "$PG_BIN" ]; then
+    apt_install postgresql-15
+    PG_BIN=/usr/lib/postgresql/15/bin
+  fi
+  id postgres >/dev/null 2>&1 || die "the postgres user is missing (package postgresql-15 creates it)"
+  export PG_BIN
+}
+
+need_wrk() {
+  command -v wrk >/dev/null 2>&1 || apt_install wrk
+}
+
+# A free TCP port on 127.0.0.1 that none of ours took yet.
+TAKEN_PORTS=" "
+free_port() {
+  local port
+  for _ in $(seq 1 200); do
+    port=$(( (RANDOM % 25000) + 30000 ))
+    case "$TAKEN_PORTS" in *" $port "*) continue ;; esac
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      TAKEN_PORTS="$TAKEN_PORTS$port "
+      echo "$port"
+      return 0
+    fi
+  done
+  die "no free port"
+}
+
+make_work_dir() {
+  WORK_DIR=$(mktemp -d "/tmp/$1.XXXXXX")
+  chmod 755 "$WORK_DIR"
+}
+
+# start_pg <name> <port> [extra postgresql.conf lines...]: initdb + start as the postgres user in WORK_DIR/<name>.
+start_pg() {
+  local name="$1" port="$2"; shift 2
+  local data="$WORK_DIR/$name"
+  mkdir -p "$data" "$WORK_DIR/$name-sock" "$WORK_DIR/$name-log"
+  chown postgres:postgres "$data" "$WORK_DIR/$name-sock" "$WORK_DIR/$name-log"
+  chmod 700 "$data"
+  runuser -u postgres -- "$PG_BIN/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --no-locale >"$WORK_DIR/$name-initdb.log" 2>&1 \
+    || die "initdb failed, see $WORK_DIR/$name-initdb.log"
+  {
+    echo "listen_addresses = '127.0.0.1'"
+    echo "port = $port"
+    echo "unix_socket_directories = '$WORK_DIR/$name-sock'"
+    for line in "$@"; do echo "$line"; done
+  } >>"$data/postgresql.conf"
+  PG_DATA_DIRS+=("$data")
+  runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$data" -l "$WORK_DIR/$name-log/server.log" -w -t 60 start >/dev/null \
+    || die "PostgreSQL $name did not start, see $WORK_DIR/$name-log/server.log"
+}
+
+psql_at() { # psql_at <port> <db> [psql args...]
+  local port="$1" db="$2"; shift 2
+  PGPASSWORD=x "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$db" "$@"
+}
+
+# start_bg <log file> <command...>: starts a process in the background and records its pid.
+start_bg() {
+  local logfile="$1"; shift
+  "$@" >"$logfile" 2>&1 &
+  STARTED_PIDS+=("$!")
+  LAST_PID=$!
+}
+
+stop_pid() { # kill -9 one pid we started, and reap it
+  local pid="$1"
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+wait_http() { # wait_http <url> <seconds> <pid> [any]: until the URL answers 2xx (or anything at all, with "any")
+  local url="$1" deadline=$(( $(date +%s) + $2 )) pid="$3" fail="-f"
+  [ "${4:-}" = any ] && fail=""
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then return 1; fi
+    if curl $fail -sS -o /dev/null --max-time 2 "$url" 2>/dev/null; then return 0; fi
+    sleep 0.2
+  done
+  return 1
+}
+
+sha256_hex() { printf '%s' "$1" | sha256sum | awk '{print $1}'; }
+
+cleanup_started() {
+  local pid
+  for pid in "${STARTED_PIDS[@]}"; do
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  for pid in "${STARTED_PIDS[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  local data
+  for data in "${PG_DATA_DIRS[@]}"; do
+    runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+  done
+  if [ -n "$WORK_DIR" ] && [ -d "$WORK_DIR" ] && [ "$KEEP_WORK" != 1 ]; then
+    rm -rf "$WORK_DIR"
+  fi
+}
+
+# start_lagging_replica <name> <primary port> <replica port> <apply delay>: a streaming replica of the primary
+# (pg_basebackup -R) that applies WAL <apply delay> late, like a replica behind during a load spike.
+start_lagging_replica() {
+  local name="$1" primary="$2" port="$3" delay="$4"
+  local data="$WORK_DIR/$name"
+  mkdir -p "$WORK_DIR/$name-sock" "$WORK_DIR/$name-log"
+  chown postgres:postgres "$WORK_DIR" "$WORK_DIR/$name-sock" "$WORK_DIR/$name-log"
+  runuser -u postgres -- "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$primary" -U postgres -D "$data" -R -X stream --checkpoint=fast \
+    >"$WORK_DIR/$name-log/basebackup.log" 2>&1 || die "pg_basebackup failed, see $WORK_DIR/$name-log/basebackup.log"
+  {
+    echo "port = $port"
+    echo "unix_socket_directories = '$WORK_DIR/$name-sock'"
+    echo "hot_standby = on"
+    echo "recovery_min_apply_delay = '$delay'"
+  } >>"$data/postgresql.conf"
+  PG_DATA_DIRS+=("$data")
+  runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$data" -l "$WORK_DIR/$name-log/server.log" -w -t 60 start >/dev/null \
+    || die "replica $name did not start, see $WORK_DIR/$name-log/server.log"
+}
+
+# kill_recorded_children <pid file>: kill -9 the processes a harness recorded, if they are still the ones it
+# started (same command: the packaged service, the naive control or the Stripe stand-in).
+kill_recorded_children() {
+  local file="$1" pid
+  [ -f "$file" ] || return 0
+  while read -r pid; do
+    [ -n "$pid" ] || continue
+    if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qE 'quarkus-run.jar|NaiveService|StripeSandbox'; then
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  done <"$file"
+}

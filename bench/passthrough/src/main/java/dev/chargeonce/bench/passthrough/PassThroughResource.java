@@ -1,0 +1,122 @@
+package dev.chargeonce.bench.passthrough;
+
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import com.stripe.StripeClient;
+import com.stripe.exception.CardException;
+import com.stripe.exception.StripeException;
+import com.stripe.model.PaymentIntent;
+import com.stripe.param.PaymentIntentCreateParams;
+import io.smallrye.common.annotation.RunOnVirtualThread;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.HeaderParam;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
+import java.util.HexFormat;
+import java.util.Map;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+/**
+ * The benchmark's reference point: everything a charge costs in chargeonce's HTTP stack except idempotency.
+ * Same framework and threading (Quarkus REST, {@code @RunOnVirtualThread}), same API-key check (SHA-256 of the
+ * bearer token), same Stripe SDK call with the same parameters and connection pool, a response of the same
+ * shape; no database, no Idempotency-Key, no Stripe idempotency key. chargeonce's cost over this is the cost of
+ * exactly-once.
+ */
+@Path("/v1/charges")
+public class PassThroughResource {
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final char[] ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".toCharArray();
+
+    private final StripeClient stripe;
+    private final byte[] apiKeyHash;
+
+    PassThroughResource(@ConfigProperty(name = "passthrough.stripe.api-base") String apiBase,
+                        @ConfigProperty(name = "passthrough.stripe.api-key", defaultValue = "sk_test_sandbox") String apiKey,
+                        @ConfigProperty(name = "passthrough.client-key-sha256") String clientKeySha256) {
+        // As chargeonce's StripeClients: a keep-alive pool of 256 connections, explicit timeouts, no SDK retries.
+        if (System.getProperty("http.maxConnections") == null) {
+            System.setProperty("http.maxConnections", "256");
+        }
+        this.stripe = StripeClient.builder().setApiKey(apiKey).setApiBase(apiBase)
+                .setConnectTimeout(2_000).setReadTimeout(8_000).setMaxNetworkRetries(0).build();
+        this.apiKeyHash = clientKeySha256.toLowerCase().getBytes(StandardCharsets.US_ASCII);
+    }
+
+    @POST
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Produces(MediaType.APPLICATION_JSON)
+    @RunOnVirtualThread
+    public Response create(@HeaderParam("Authorization") String authorization, byte[] body) {
+        String token = authorization != null && authorization.startsWith("Bearer ") ? authorization.substring(7) : "";
+        if (!MessageDigest.isEqual(sha256Hex(token).getBytes(StandardCharsets.US_ASCII), apiKeyHash)) {
+            return Response.status(401).entity("{\"error\":{\"type\":\"authentication_error\"}}").build();
+        }
+        JsonObject request;
+        try {
+            request = JsonParser.parseString(new String(body, StandardCharsets.UTF_8)).getAsJsonObject();
+        } catch (RuntimeException e) {
+            return Response.status(400).entity("{\"error\":{\"type\":\"invalid_request_error\"}}").build();
+        }
+        long amount = request.get("amount").getAsLong();
+        String currency = request.get("currency").getAsString();
+        String paymentMethod = request.get("payment_method").getAsString();
+        String chargeId = newChargeId();
+        PaymentIntentCreateParams.Builder params = PaymentIntentCreateParams.builder()
+                .setAmount(amount).setCurrency(currency).setPaymentMethod(paymentMethod).setConfirm(true)
+                .setAutomaticPaymentMethods(PaymentIntentCreateParams.AutomaticPaymentMethods.builder().setEnabled(true)
+                        .setAllowRedirects(PaymentIntentCreateParams.AutomaticPaymentMethods.AllowRedirects.NEVER).build())
+                .putMetadata("chargeonce_charge_id", chargeId);
+        JsonElement metadata = request.get("metadata");
+        if (metadata != null && metadata.isJsonObject()) {
+            for (Map.Entry<String, JsonElement> e : metadata.getAsJsonObject().entrySet()) {
+                params.putMetadata(e.getKey(), e.getValue().getAsString());
+            }
+        }
+        try {
+            PaymentIntent pi = stripe.v1().paymentIntents().create(params.build());
+            JsonObject charge = new JsonObject();
+            charge.addProperty("id", chargeId);
+            charge.addProperty("object", "charge");
+            charge.addProperty("status", pi.getStatus());
+            charge.addProperty("amount", amount);
+            charge.addProperty("currency", currency);
+            charge.addProperty("payment_method", paymentMethod);
+            charge.add("customer", request.get("customer"));
+            charge.add("description", request.get("description"));
+            charge.add("metadata", metadata == null ? new JsonObject() : metadata);
+            charge.addProperty("payment_intent", pi.getId());
+            charge.addProperty("created", pi.getCreated());
+            return Response.status(201).entity(charge.toString()).build();
+        } catch (CardException e) {
+            return Response.status(402).entity("{\"error\":{\"type\":\"card_error\",\"code\":\"" + e.getCode() + "\"}}").build();
+        } catch (StripeException e) {
+            return Response.status(503).entity("{\"error\":{\"type\":\"api_error\"}}").build();
+        }
+    }
+
+    private static String newChargeId() {
+        StringBuilder id = new StringBuilder("chg_");
+        for (int i = 0; i < 24; i++) {
+            id.append(ALPHABET[RANDOM.nextInt(ALPHABET.length)]);
+        }
+        return id.toString();
+    }
+
+    private static String sha256Hex(String text) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# chargeonce benchmark: one command, everything measured side by side in the same run (see README "Benchmarks").
+#
+#   bench/run.sh [--duration 10s] [--with-10m] [--quick] [--out DIR]
+#
+#   --duration D   length of each measurement (default 10s; the whole default run takes about 10 minutes)
+#   --with-10m     growth scenario also at 10 million rows (adds about 10-15 minutes of bulk loading)
+#   --quick        smoke run: 3 s per measurement, growth up to 100k rows only
+#   --out DIR      where raw results and report.md go (default bench/results/<timestamp>)
+#
+# It starts, on 127.0.0.1 only, a fresh PostgreSQL 15 (synchronous_commit=on), the Stripe stand-in in its own
+# process, the packaged service and the pass-through baseline, drives them with wrk over real HTTP, runs pgbench
+# with the service's own statements, prints the tables, and stops everything it started (and nothing else).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+
+DURATION=10
+WITH_10M=0
+QUICK=0
+OUT=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) DURATION="${2%s}"; shift 2 ;;
+    --with-10m) WITH_10M=1; shift ;;
+    --quick) QUICK=1; DURATION=3; shift ;;
+    --out) OUT="$2"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) die "unknown option $1" ;;
+  esac
+done
+CONCURRENCY=(1 16 64 256)
+SLOW_INFLIGHTS=(200 2000)   # the last one is the issue's scenario 4
+SLOW_LATENCY_MS=300
+GROWTH_C=16
+SERVICE_JVM="-Xmx256m"
+API_KEY="sk_bench_0123456789"
+OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y%m%dT%H%M%SZ)}"
+mkdir -p "$OUT"
+
+trap cleanup_started EXIT
+pick_java
+pick_postgres
+need_wrk
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
+
+# ---- build what is missing ------------------------------------------------------------------------------------
+SERVICE_JAR=target/quarkus-app/quarkus-run.jar
+SANDBOX_JAR=target/quarkus-app/app/chargeonce-1.0.0-SNAPSHOT.jar
+PASSTHROUGH_JAR=bench/passthrough/target/quarkus-app/quarkus-run.jar
+if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$SANDBOX_JAR" ]; then
+  log "building the service package"
+  ./mvnw -B -ntp -q -DskipTests package
+fi
+if [ ! -f "$PASSTHROUGH_JAR" ]; then
+  log "building the pass-through baseline (bench/passthrough)"
+  ./mvnw -B -ntp -q -f bench/passthrough/pom.xml -DskipTests package
+fi
+
+make_work_dir chargeonce-bench
+java bench/BenchTool.java pgbench-scripts src/main/java/dev/chargeonce/idempotency/IdempotencyStore.java "$WORK_DIR/pgbench"
+
+# ---- processes ------------------------------------------------------------------------------------------------
+PG_PORT=$(free_port); STRIPE_PORT=$(free_port); SVC_PORT=$(free_port); PT_PORT=$(free_port)
+log "PostgreSQL 15 on 127.0.0.1:$PG_PORT (work dir $WORK_DIR)"
+start_pg pg "$PG_PORT" "synchronous_commit = on" "fsync = on" "max_connections = 400" "shared_buffers = 1GB" \
+  "max_wal_size = 8GB" "checkpoint_timeout = 15min" "log_min_messages = warning"
+psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce"
+
+log "Stripe stand-in on :$STRIPE_PORT"
+start_bg "$OUT/stripe.log" java -Xmx2g -cp "$SANDBOX_JAR" dev.chargeonce.sandbox.StripeSandbox "$STRIPE_PORT" 0
+STRIPE_PID=$LAST_PID
+wait_http "http://127.0.0.1:$STRIPE_PORT/_sandbox/stats" 30 "$STRIPE_PID" || die "sandbox did not start"
+stripe_faults() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/faults?$1" >/dev/null; }
+stripe_reset() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/reset" >/dev/null; stripe_faults "latency_ms=${1:-0}"; }
+
+log "chargeonce on :$SVC_PORT"
+start_bg "$OUT/service.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$SVC_PORT" \
+  -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$PG_PORT/chargeonce" \
+  -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
+  -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" \
+  -Dchargeonce.auth.clients="bench:$(sha256_hex "$API_KEY")" -Dquarkus.log.console.json.enabled=false \
+  -jar "$SERVICE_JAR"
+SVC_PID=$LAST_PID
+wait_http "http://127.0.0.1:$SVC_PORT/q/health/ready" 90 "$SVC_PID" || die "service did not start, see $OUT/service.log"
+
+log "pass-through baseline on :$PT_PORT"
+start_bg "$OUT/passthrough.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$PT_PORT" \
+  -Dpassthrough.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" -Dpassthrough.client-key-sha256="$(sha256_hex "$API_KEY")" \
+  -jar "$PASSTHROUGH_JAR"
+PT_PID=$LAST_PID
+wait_http "http://127.0.0.1:$PT_PORT/" 60 "$PT_PID" any || die "pass-through did not start, see $OUT/passthrough.log"
+
+# ---- helpers ----------------------------------------------------------------------------------------------------
+RUN_ID=$(date +%s)
+CLK_TCK=$(getconf CLK_TCK)
+PG_POSTMASTER=$(head -1 "$WORK_DIR/pg/postmaster.pid")
+proc_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+cpu_snapshot() { # CPU ticks used so far by: service, pass-through, Stripe stand-in, PostgreSQL (postmaster + backends)
+  local pg child
+  pg=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$PG_POSTMASTER/stat")
+  for child in $(ps -o pid= --ppid "$PG_POSTMASTER"); do pg=$(( pg + $(proc_cpu_ticks "$child") )); done
+  echo "$(proc_cpu_ticks "$SVC_PID") $(proc_cpu_ticks "$PT_PID") $(proc_cpu_ticks "$STRIPE_PID") $pg"
+}
+wrk_run() { # wrk_run <result name> <port> <connections> <seconds> <mode> [replay_rows]
+  local name="$1" port="$2" c="$3" d="$4" mode="$5" rows="${6:-1000}"
+  local threads=$(( c < 2 ? 1 : 2 )) before after
+  before=$(cpu_snapshot)
+  wrk -t "$threads" -c "$c" -d "${d}s" --timeout 30s -s bench/lua/charges.lua "http://127.0.0.1:$port" \
+    -- "mode=$mode" "prefix=$name-$RUN_ID" "key=$API_KEY" "replay_rows=$rows" >"$OUT/$name.json" 2>"$OUT/$name.err" || true
+  after=$(cpu_snapshot)
+  # CPU milliseconds each process used during the run: service, pass-through, Stripe stand-in, PostgreSQL
+  paste -d' ' <(echo "$before" | tr ' ' '\n') <(echo "$after" | tr ' ' '\n') \
+    | awk -v tck="$CLK_TCK" '{printf "%d ", ($2 - $1) * 1000 / tck} END {print ""}' >"$OUT/$name.cpu"
+  log "  $name: $(grep '^{' "$OUT/$name.json" | sed -E 's/.*"requests":([0-9]+).*"p50":([0-9]+).*"p99":([0-9]+).*/\1 requests, p50 \2 us, p99 \3 us/')"
+}
+pgbench_run() { # pgbench_run <result name> <script> <clients> <seconds> [replay_rows]
+  local name="$1" script="$2" c="$3" d="$4" rows="${5:-1000}"
+  local threads=$(( c < 2 ? 1 : 2 )) defines=() line
+  while IFS= read -r line; do defines+=(-D "$line"); done <"$WORK_DIR/pgbench/defines.txt"
+  PGPASSWORD=x "$PG_BIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "$c" -j "$threads" -T "$d" \
+    -D "replay_rows=$rows" "${defines[@]}" -f "$WORK_DIR/pgbench/$script" -l --log-prefix="$OUT/$name.log" chargeonce \
+    >"$OUT/$name.txt" 2>&1 || { log "pgbench $name failed: $(tail -3 "$OUT/$name.txt")"; return 0; }
+  log "  $name: $(grep -E '^tps' "$OUT/$name.txt" | head -1)"
+}
+bulk_load() { # bulk_load <from> <upto>
+  psql_at "$PG_PORT" chargeonce -v from="$1" -v upto="$2" -f bench/sql/bulk_rows.sql
+  psql_at "$PG_PORT" chargeonce -c "VACUUM ANALYZE stripe_intents"
+}
+table_size() { psql_at "$PG_PORT" chargeonce -At -c "SELECT pg_size_pretty(pg_total_relation_size('stripe_intents'))"; }
+rss_sampler() { # rss_sampler <pid> <file>: VmRSS and VmHWM (kB) twice a second until stopped
+  while kill -0 "$1" 2>/dev/null; do
+    awk '/^VmRSS|^VmHWM/ {printf "%s ", $2} END {print ""}' "/proc/$1/status" >>"$2" 2>/dev/null || true
+    sleep 0.5
+  done
+}
+
+# ---- metadata -----------------------------------------------------------------------------------------------------
+{
+  echo "started=$(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "machine=$(nproc) cores ($(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2; exit}')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr)"
+  echo "software=$(java -version 2>&1 | head -1); PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') (synchronous_commit=on, shared_buffers=1GB); $(wrk --version 2>&1 | head -1 | awk '{print $1, $2}'); service and pass-through with \`$SERVICE_JVM\`."
+  echo "duration=${DURATION}s"
+  echo "service_jvm=$SERVICE_JVM"
+  echo "slow_inflights=${SLOW_INFLIGHTS[*]}"
+  echo "slow_latency_ms=$SLOW_LATENCY_MS"
+  echo "growth_concurrency=$GROWTH_C"
+} >"$OUT/meta.properties"
+
+# ---- warm-up ----------------------------------------------------------------------------------------------------
+REPLAY_POOL=20000   # bulk rows 0..19999; every 10th (2,000 keys) belongs to client "bench" and is replayed
+bulk_load 0 "$REPLAY_POOL"
+# JIT warm-up: on 2 busy cores C2 needs tens of seconds for the service's many paths (JSON, pgjdbc, Agroal, the
+# Stripe SDK); measured before that, the first scenario would report the compiler, not the service.
+log "warm-up (JIT) of service and pass-through"
+WARMUP=$(( QUICK == 1 ? 5 : 30 ))
+wrk_run warmup-svc "$SVC_PORT" 16 "$WARMUP" new
+wrk_run warmup-svc-replay "$SVC_PORT" 16 "$(( WARMUP / 3 ))" replay $(( REPLAY_POOL / 10 ))
+wrk_run warmup-svc-mix "$SVC_PORT" 64 "$(( WARMUP / 3 ))" mix
+wrk_run warmup-pt "$PT_PORT" 16 "$WARMUP" new
+stripe_reset 0
+
+# ---- references: pgbench ------------------------------------------------------------------------------------------
+log "reference (a): pgbench, the service's claim + finish, and its replay read"
+for c in "${CONCURRENCY[@]}"; do
+  pgbench_run "pgb-pair-c$c" claim_finish.sql "$c" "$DURATION"
+  pgbench_run "pgb-replay-c$c" replay.sql "$c" "$DURATION" $(( REPLAY_POOL / 10 ))
+done
+
+# ---- scenario 1 + reference (b), interleaved per concurrency so that drift hits both alike ----------------------
+log "scenario 1: new charges, Stripe latency 0 (service and pass-through)"
+for c in "${CONCURRENCY[@]}"; do
+  stripe_reset 0; wrk_run "s1-svc-c$c" "$SVC_PORT" "$c" "$DURATION" new
+  stripe_reset 0; wrk_run "s1-pt-c$c" "$PT_PORT" "$c" "$DURATION" new
+done
+
+log "scenario 2: replays of finished keys"
+for c in "${CONCURRENCY[@]}"; do
+  wrk_run "s2-svc-c$c" "$SVC_PORT" "$c" "$DURATION" replay $(( REPLAY_POOL / 10 ))
+done
+
+log "scenario 3: mix (10% retries, 1% key reuse with another body)"
+for c in "${CONCURRENCY[@]}"; do
+  stripe_reset 0; wrk_run "s3-svc-c$c" "$SVC_PORT" "$c" "$DURATION" mix
+done
+
+# ---- scenario 4 -------------------------------------------------------------------------------------------------
+# At 2,000 in flight; and at 200, where the 2 cores can carry the ceiling, so that what caps the 2,000 shows.
+log "scenario 4: Stripe latency ${SLOW_LATENCY_MS} ms, ${SLOW_INFLIGHTS[*]} requests in flight"
+SLOW_D=$(( DURATION < 10 ? 10 : DURATION * 2 ))
+for inflight in "${SLOW_INFLIGHTS[@]}"; do
+  for target in svc pt; do
+    if [ "$target" = svc ]; then port=$SVC_PORT; pid=$SVC_PID; else port=$PT_PORT; pid=$PT_PID; fi
+    stripe_reset "$SLOW_LATENCY_MS"
+    : >"$OUT/s4-$target-$inflight-rss.txt"
+    rss_sampler "$pid" "$OUT/s4-$target-$inflight-rss.txt" &
+    sampler=$!
+    wrk_run "s4-$target-$inflight" "$port" "$inflight" "$SLOW_D" new
+    kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
+    peak=$(awk '{ if ($1 > m) m = $1 } END { print m + 0 }' "$OUT/s4-$target-$inflight-rss.txt")
+    hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+    echo "s4_${target}_${inflight}_rss_peak_kb=$peak" >>"$OUT/meta.properties"
+    echo "s4_${target}_${inflight}_hwm_kb=$hwm" >>"$OUT/meta.properties"
+    log "  RSS peak $((peak / 1024)) MiB, VmHWM $((hwm / 1024)) MiB"
+  done
+done
+stripe_reset 0
+
+# ---- scenario 5: growth -------------------------------------------------------------------------------------------
+log "scenario 5: growth of stripe_intents"
+psql_at "$PG_PORT" chargeonce -c "TRUNCATE stripe_intents"
+STEPS=(empty 1m); ROWS=(20000 1000000)
+if [ "$QUICK" = 1 ]; then STEPS=(empty 100k); ROWS=(20000 100000); fi
+if [ "$WITH_10M" = 1 ]; then STEPS+=(10m); ROWS+=(10000000); fi
+loaded=0
+load_times=""
+growth_steps=""
+for i in "${!STEPS[@]}"; do
+  step=${STEPS[$i]}; rows=${ROWS[$i]}
+  t0=$(date +%s)
+  bulk_load "$loaded" "$rows"
+  t1=$(date +%s)
+  load_times="$load_times${load_times:+, }$(( rows - loaded )) rows in $(( t1 - t0 )) s"
+  loaded=$rows
+  size=$(table_size)
+  log "  $step: $rows rows, $size"
+  echo "growth_rows_$step=$(printf "%'d" "$rows" 2>/dev/null || echo "$rows")$([ "$step" = empty ] && echo ' (replay pool only)')" >>"$OUT/meta.properties"
+  echo "growth_size_$step=$size" >>"$OUT/meta.properties"
+  stripe_reset 0; wrk_run "s5-$step-claim" "$SVC_PORT" "$GROWTH_C" "$DURATION" new
+  wrk_run "s5-$step-replay" "$SVC_PORT" "$GROWTH_C" "$DURATION" replay $(( rows / 10 ))
+  pgbench_run "pgb-s5-$step-pair" claim_finish.sql "$GROWTH_C" "$DURATION"
+  growth_steps="$growth_steps${growth_steps:+,}$step"
+done
+echo "growth_steps=$growth_steps" >>"$OUT/meta.properties"
+echo "growth_load_seconds=$load_times" >>"$OUT/meta.properties"
+
+# ---- report -----------------------------------------------------------------------------------------------------
+java bench/BenchTool.java report "$OUT" | tee "$OUT/report.md"
+log "raw results and report: $OUT"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# chargeonce chaos run: one command (see README "Chaos").
+#
+#   chaos/run.sh [--duration 180s] [--naive-duration D] [--instances 2] [--clients 24] [--seed N]
+#                [--no-naive] [--require-naive-duplicates] [--lookup-skew 10s]
+#
+# Clients with many logical payments (random timeouts and retries, concurrent duplicates, a key reused with
+# another body now and then) against --instances packaged service processes sharing one PostgreSQL primary,
+# while the harness kill -9s / SIGTERMs and restarts instances, cuts their database connections through TCP
+# proxies it owns, and switches the Stripe stand-in's faults (latency spikes, 500 before and after charging,
+# dropped connections, 429). Then the faults stop, recovery finishes, and the audit compares clients, rows and
+# Stripe. The same chaos then runs against the deliberately naive check-then-act control (chaos/NaiveService.java)
+# whose lookups go to a streaming replica 2 s behind. Prints both side by side; exits non-zero on any duplicate,
+# loss or inconsistent answer of chargeonce (and, with --require-naive-duplicates, when the control shows none).
+# Starts everything on 127.0.0.1 and stops everything it started, nothing else.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+
+DURATION=180s
+NAIVE_DURATION=""
+INSTANCES=2
+CLIENTS=24
+SEED=$(( $(date +%s) ))
+NAIVE=1
+REQUIRE_NAIVE=false
+REPLICA_DELAY_MS=2000
+# chargeonce.stripe.lookup-skew for the instances: the stand-in shares this host's clock (see README "Chaos").
+LOOKUP_SKEW=10s
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) DURATION="$2"; shift 2 ;;
+    --naive-duration) NAIVE_DURATION="$2"; shift 2 ;;
+    --instances) INSTANCES="$2"; shift 2 ;;
+    --clients) CLIENTS="$2"; shift 2 ;;
+    --seed) SEED="$2"; shift 2 ;;
+    --no-naive) NAIVE=0; shift ;;
+    --require-naive-duplicates) REQUIRE_NAIVE=true; shift ;;
+    --lookup-skew) LOOKUP_SKEW="$2"; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) die "unknown option $1" ;;
+  esac
+done
+NAIVE_DURATION="${NAIVE_DURATION:-$DURATION}"
+RESULTS="$ROOT/chaos/results/$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$RESULTS"
+
+cleanup() {
+  [ -n "$WORK_DIR" ] && kill_recorded_children "$WORK_DIR/children.pids"
+  cleanup_started
+}
+trap cleanup EXIT
+pick_java
+pick_postgres
+
+SERVICE_JAR=target/quarkus-app/quarkus-run.jar
+APP_JAR=target/quarkus-app/app/chargeonce-1.0.0-SNAPSHOT.jar
+if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$APP_JAR" ]; then
+  log "building the service package"
+  ./mvnw -B -ntp -q -DskipTests package
+fi
+PGJDBC=$(ls target/quarkus-app/lib/main/org.postgresql.postgresql-*.jar | head -1)
+
+make_work_dir chargeonce-chaos
+mkdir -p "$WORK_DIR/classes"
+javac --release 21 -d "$WORK_DIR/classes" -cp "$PGJDBC" chaos/Chaos.java chaos/NaiveService.java
+
+PG_PORT=$(free_port); REPLICA_PORT=$(free_port)
+log "PostgreSQL 15 primary on 127.0.0.1:$PG_PORT, lagging replica on :$REPLICA_PORT (${REPLICA_DELAY_MS} ms behind)"
+start_pg primary "$PG_PORT" "synchronous_commit = on" "max_connections = 300" "wal_level = replica" "max_wal_senders = 4" \
+  "log_min_messages = warning"
+psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce" -c "CREATE DATABASE naive"
+start_lagging_replica replica "$PG_PORT" "$REPLICA_PORT" "${REPLICA_DELAY_MS}ms"
+
+# The service reads from the replica only once it has a `replica` datasource (issue 4); until then the replica
+# serves the naive control alone, and the service runs on the primary only.
+SERVICE_REPLICA=false
+if grep -q '^quarkus\.datasource\.replica\.' src/main/resources/application.properties; then
+  SERVICE_REPLICA=true
+fi
+log "service uses the replica datasource: $SERVICE_REPLICA"
+
+set +e
+java -cp "$WORK_DIR/classes:$PGJDBC" Chaos \
+  --work "$WORK_DIR" --results "$RESULTS" --java "$JAVA_HOME/bin/java" \
+  --service-jar "$SERVICE_JAR" --sandbox-jar "$APP_JAR" --naive-classpath "$WORK_DIR/classes:$PGJDBC" \
+  --pg-port "$PG_PORT" --replica-port "$REPLICA_PORT" --replica-delay-ms "$REPLICA_DELAY_MS" \
+  --service-replica "$SERVICE_REPLICA" --duration "$DURATION" --naive-duration "$NAIVE_DURATION" \
+  --instances "$INSTANCES" --clients "$CLIENTS" --seed "$SEED" --skip-naive "$([ "$NAIVE" = 1 ] && echo false || echo true)" \
+  --require-naive-duplicates "$REQUIRE_NAIVE" --lookup-skew "$LOOKUP_SKEW"
+status=$?
+set -e
+log "results, process logs and audit evidence: $RESULTS"
+exit $status
