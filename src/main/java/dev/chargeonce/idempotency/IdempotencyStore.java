@@ -36,7 +36,7 @@ public class IdempotencyStore {
     private static final String COLUMNS = """
             x.id, x.client_id, x.idempotency_key, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
             x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at,
-            (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
+            x.stripe_key_first_sent, (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
             ceil(extract(epoch FROM (x.lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms""";
 
     private static final String CLAIM = """
@@ -447,7 +447,7 @@ public class IdempotencyStore {
     private record Row(boolean fresh, String id, String clientId, String idempotencyKey, String fingerprint, String request, long amount,
                        String currency, IntentStatus status, int leaseGeneration, int stripeAttempt,
                        String lastStripeError, boolean needsReconciliation, int responseStatus, String responseBody,
-                       Timestamp createdAt, boolean beyondHorizon, long leaseLeftMillis) {
+                       Timestamp createdAt, Timestamp stripeKeyFirstSent, boolean beyondHorizon, long leaseLeftMillis) {
 
         static Row read(ResultSet rs) throws SQLException {
             return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
@@ -455,12 +455,13 @@ public class IdempotencyStore {
                     IntentStatus.fromColumn(rs.getString("status")), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"),
                     rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
                     rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
+                    rs.getTimestamp("stripe_key_first_sent"),
                     rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"));
         }
 
         ClaimedIntent intent() {
             return new ClaimedIntent(id, clientId, new IdempotencyKey(idempotencyKey), request, amount, currency, leaseGeneration, stripeAttempt,
-                    lastStripeError, beyondHorizon, createdAt.toInstant());
+                    lastStripeError, beyondHorizon, createdAt.toInstant(), stripeKeyFirstSent.toInstant());
         }
     }
 }

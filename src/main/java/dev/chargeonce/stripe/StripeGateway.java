@@ -155,19 +155,22 @@ public class StripeGateway {
     }
 
     /**
-     * Finds the PaymentIntent a charge created, by the metadata every create writes. Listing is strongly
-     * consistent at Stripe (search is not), so an empty answer proves that no attempt of this charge created one.
+     * Finds the PaymentIntent a charge's current Stripe attempt created, by the metadata every create writes.
+     * Listing is strongly consistent at Stripe (search is not), so an empty answer proves that nothing was created.
+     * Only PaymentIntents created in the attempt's send window (widened by the clock skew between us and Stripe)
+     * are listed, so the cost depends on the payment rate over a few minutes, never on history.
      *
      * @throws LookupFailedException when absence cannot be proven
      */
-    public Optional<StripeOutcome> findPaymentIntent(String chargeId, Instant claimedAt) {
-        long since = claimedAt.minus(config.lookupSkew()).getEpochSecond();
+    public Optional<StripeOutcome> findPaymentIntent(String chargeId, Instant sentFrom, Instant sentUntil) {
+        long from = sentFrom.minus(config.lookupSkew()).getEpochSecond();
+        long until = sentUntil.plus(config.lookupSkew()).getEpochSecond();
         List<PaymentIntent> matches = new ArrayList<>(1);
         String startingAfter = null;
         try {
             for (int page = 0; page < config.lookupMaxPages(); page++) {
                 PaymentIntentListParams.Builder params = PaymentIntentListParams.builder()
-                        .setCreated(PaymentIntentListParams.Created.builder().setGte(since).build())
+                        .setCreated(PaymentIntentListParams.Created.builder().setGte(from).setLte(until).build())
                         .setLimit(100L);
                 if (startingAfter != null) {
                     params.setStartingAfter(startingAfter);

@@ -103,6 +103,8 @@ class KeyHorizonTest {
                 java.net.http.HttpRequest.newBuilder(java.net.URI.create(sandboxBase + "/v1/payment_intents"))
                         .header("Authorization", "Bearer sk_test_sandbox")
                         .header("Content-Type", "application/x-www-form-urlencoded")
+                        // made when the row's Stripe key was first sent, 25 hours ago
+                        .header("Sandbox-Created", Long.toString(java.time.Instant.now().minusSeconds(25 * 3600 - 5).getEpochSecond()))
                         .POST(java.net.http.HttpRequest.BodyPublishers.ofString(
                                 "amount=1000&currency=usd&payment_method=pm_card_visa&confirm=true&metadata[chargeonce_charge_id]="
                                         + chargeId + "&metadata[chargeonce_attempt]=1"))
