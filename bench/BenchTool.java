@@ -421,7 +421,7 @@ public class BenchTool {
                     slow.rate() / ceiling >= 0.8, gap(slow.rate() / ceiling, 0.8));
             double peakMiB = Math.max(rssPeak, hwm) / 1024.0;
             target("slow Stripe: resident memory (VmHWM)", "< 512 MiB", String.format(Locale.ROOT, "%.0f MiB", peakMiB),
-                    peakMiB < 512, peakMiB < 512 ? String.format(Locale.ROOT, "%.0f MiB to spare", 512 - peakMiB)
+                    peakMiB > 0 && peakMiB < 512, peakMiB == 0 ? "not measured" : peakMiB < 512 ? String.format(Locale.ROOT, "%.0f MiB to spare", 512 - peakMiB)
                             : String.format(Locale.ROOT, "%.0f MiB over", peakMiB - 512));
             boolean has10m = lastStep != null && lastStep.equals("10m");
             target("claim p99 at " + (has10m ? "10 million" : meta.getOrDefault("growth_rows_" + lastStep, "largest") + " (10M not run)")
