@@ -1,6 +1,8 @@
 package dev.chargeonce.auth;
 
+import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.web.ApiException;
+import org.jboss.logging.MDC;
 import jakarta.ws.rs.container.ContainerRequestContext;
 import org.jboss.resteasy.reactive.server.ServerRequestFilter;
 
@@ -29,5 +31,11 @@ public class ApiKeyFilter {
         String clientId = clients.authenticate(token).orElseThrow(() -> new ApiException(401, "authentication_error",
                 "invalid_api_key", "Provide a valid API key as 'Authorization: Bearer <key>'.", null, null));
         request.setProperty(CLIENT_ID, clientId);
+        // Log context: who is calling, never with what key. The idempotency key appears only as a hash prefix.
+        MDC.put("client_id", clientId);
+        String idempotencyKey = request.getHeaderString("Idempotency-Key");
+        if (idempotencyKey != null) {
+            MDC.put("idempotency_key_hash", Fingerprint.sha256Hex(idempotencyKey).substring(0, 16));
+        }
     }
 }

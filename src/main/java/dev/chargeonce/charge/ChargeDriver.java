@@ -2,6 +2,7 @@ package dev.chargeonce.charge;
 
 import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.idempotency.StoredAnswer;
@@ -33,11 +34,14 @@ public class ChargeDriver {
     private final IdempotencyStore store;
     private final StripeGateway stripe;
     private final ChargeMetrics metrics;
+    /** A Stripe call never outlives its holder's lease (timeouts and retries fit in it). */
+    private final Duration lease;
 
-    ChargeDriver(IdempotencyStore store, StripeGateway stripe, ChargeMetrics metrics) {
+    ChargeDriver(IdempotencyStore store, StripeGateway stripe, ChargeMetrics metrics, IdempotencyConfig idempotency) {
         this.store = store;
         this.stripe = stripe;
         this.metrics = metrics;
+        this.lease = idempotency.lease();
     }
 
     public ChargeAnswer drive(ClaimedIntent intent) {
@@ -46,7 +50,10 @@ public class ChargeDriver {
         if (intent.mustLookUpBeforeSending()) {
             Optional<StripeOutcome> found;
             try {
-                found = stripe.findPaymentIntent(intent.id(), intent.createdAt());
+                // Only the current attempt can have created a PaymentIntent: every earlier one was proven empty
+                // before the attempt moved on. Its creation falls within the attempt's send window.
+                found = stripe.findPaymentIntent(intent.id(), intent.stripeKeyFirstSent(),
+                        intent.stripeKeyFirstSent().plus(lease));
             } catch (StripeGateway.LookupFailedException e) {
                 LOG.warnf("charge %s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
                 return release(intent, null, ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));

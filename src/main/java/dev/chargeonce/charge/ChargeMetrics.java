@@ -3,9 +3,14 @@ package dev.chargeonce.charge;
 import dev.chargeonce.stripe.StripeOutcome;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.quarkus.runtime.Startup;
 import jakarta.enterprise.context.ApplicationScoped;
 
-/** Counters of the charge path. Tags are fixed, low-cardinality words: never a key, a client or an amount. */
+/**
+ * Counters of the charge path. Tags are fixed, low-cardinality words: never a key, a client or an amount. Created
+ * at start-up with every series registered at 0, so that an alert's {@code increase()} sees the first event.
+ */
+@Startup
 @ApplicationScoped
 public class ChargeMetrics {
 
@@ -27,6 +32,10 @@ public class ChargeMetrics {
         this.fencedOut = registry.counter("chargeonce.fenced.out");
         this.lookupResolved = registry.counter("chargeonce.lookup.resolved");
         this.parked = registry.counter("chargeonce.reconciliation.parked");
+        for (String outcome : new String[] {"succeeded", "declined", "requires_action", "rejected", "not_sent", "unknown",
+                "unknown_server_error", "circuit_open"}) {
+            registry.counter("chargeonce.charges", "outcome", outcome);
+        }
     }
 
     void stripeOutcome(StripeOutcome outcome) {
@@ -63,6 +72,10 @@ public class ChargeMetrics {
 
     void lookupResolved() {
         lookupResolved.increment();
+    }
+
+    void circuitOpenRejection() {
+        registry.counter("chargeonce.charges", "outcome", "circuit_open").increment();
     }
 
     void parkedForReconciliation() {

@@ -2,40 +2,132 @@ package dev.chargeonce.charge;
 
 import dev.chargeonce.idempotency.ChargeRecord;
 import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.IntentStatus;
+import dev.chargeonce.replica.ReadSource;
+import dev.chargeonce.replica.ReplicaConfig;
 import dev.chargeonce.web.ApiException;
-import io.agroal.api.AgroalDataSource;
 import jakarta.enterprise.context.ApplicationScoped;
+import java.time.Instant;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 
-/** {@code GET /v1/charges/{id}} and {@code GET /v1/charges}: a client sees its own charges only. */
+/**
+ * {@code GET /v1/charges/{id}} and {@code GET /v1/charges}: a client sees its own charges only.
+ *
+ * <p>Reads go to the read replica when one is configured ({@link ReadSource}), and a client still reads its own
+ * writes: a charge the replica does not have yet, or still has as {@code processing}, is read from the primary.
+ * Only finished rows are taken from the replica as they are, because a finished row never changes again.
+ */
 @ApplicationScoped
 public class ChargeQueries {
 
     static final int DEFAULT_LIMIT = 10;
     static final int MAX_LIMIT = 100;
 
-    private final IdempotencyStore store;
+    /** Newest first, as the list's index orders them (ties on created_at, to the microsecond, are left to id). */
+    private static final Comparator<ChargeRecord> NEWEST_FIRST =
+            Comparator.comparing(ChargeRecord::createdAt).thenComparing(ChargeRecord::id).reversed();
 
-    ChargeQueries(IdempotencyStore store) {
+    private final IdempotencyStore store;
+    private final ReadSource reads;
+    private final ReplicaConfig replicaConfig;
+
+    ChargeQueries(IdempotencyStore store, ReadSource reads, ReplicaConfig replicaConfig) {
         this.store = store;
+        this.reads = reads;
+        this.replicaConfig = replicaConfig;
     }
 
     Map<String, Object> find(String clientId, String chargeId) {
-        return store.findCharge(readSource(), clientId, chargeId)
+        return finishedOnReplica(clientId, chargeId)
+                .or(() -> store.findCharge(reads.primary(), clientId, chargeId))
                 .map(ChargeQueries::view)
                 .orElseThrow(() -> new ApiException(404, "invalid_request_error", "resource_missing",
                         "No such charge: " + chargeId, "id", null));
     }
 
+    /** The charge as the replica has it, when it has it finished; empty sends the read to the primary. */
+    private Optional<ChargeRecord> finishedOnReplica(String clientId, String chargeId) {
+        Optional<Optional<ChargeRecord>> answered = reads.onReplica(replica -> store.findCharge(replica, clientId, chargeId));
+        if (answered.isEmpty()) {
+            return Optional.empty(); // no replica, or it could not answer (counted as "error")
+        }
+        Optional<ChargeRecord> found = answered.get();
+        if (found.isEmpty()) {
+            reads.fellBack("missing"); // not replayed yet (a client reading its own write), or no such charge
+            return Optional.empty();
+        }
+        if (found.get().status() == IntentStatus.PROCESSING) {
+            reads.fellBack("processing"); // it may have finished on the primary since
+            return Optional.empty();
+        }
+        return found;
+    }
+
     Map<String, Object> list(String clientId, int limit) {
-        List<Map<String, Object>> data = store.listCharges(readSource(), clientId, limit).stream().map(ChargeQueries::view).toList();
+        // One row more than asked tells whether there is more, without a count.
+        List<ChargeRecord> newest = newest(clientId, limit + 1);
+        List<Map<String, Object>> data = newest.stream().limit(limit).map(ChargeQueries::view).toList();
         Map<String, Object> page = new LinkedHashMap<>();
         page.put("object", "list");
         page.put("data", data);
-        page.put("has_more", data.size() == limit);
+        page.put("has_more", newest.size() > limit);
         return page;
+    }
+
+    /**
+     * The client's newest charges. From a replica, the page is completed with what the replica cannot know yet:
+     * the primary's rows created since shortly before the replica's last replayed commit (every row the replica
+     * lacks is among them), and the primary's version of every row the replica still shows as processing.
+     * Merged, that is the primary's own page, while the primary reads only the recent rows.
+     */
+    private List<ChargeRecord> newest(String clientId, int limit) {
+        Optional<ReplicaPage> fromReplica = reads.onReplica(replica -> {
+            // Position first: the page read after it is at least as recent.
+            ReadSource.Position position = ReadSource.position(replica);
+            return new ReplicaPage(position, store.listCharges(replica, clientId, limit));
+        });
+        if (fromReplica.isEmpty()) {
+            return store.listCharges(reads.primary(), clientId, limit);
+        }
+        ReplicaPage page = fromReplica.get();
+        if (!page.position().inRecovery()) {
+            return page.rows(); // not a standby: nothing to catch up with
+        }
+        if (page.position().lastReplayedCommit().isEmpty()) {
+            reads.fellBack("unknown_position");
+            return store.listCharges(reads.primary(), clientId, limit);
+        }
+        Instant since = page.position().lastReplayedCommit().get().minus(replicaConfig.commitMargin());
+        List<ChargeRecord> recent = store.listChargesCreatedAfter(reads.primary(), clientId, since, limit);
+        Map<String, ChargeRecord> merged = new LinkedHashMap<>();
+        page.rows().forEach(row -> merged.put(row.id(), row));
+        boolean replicaMissedSome = false;
+        for (ChargeRecord row : recent) {
+            replicaMissedSome |= !merged.containsKey(row.id());
+            merged.put(row.id(), row); // the primary's version wins
+        }
+        if (replicaMissedSome) {
+            reads.fellBack("missing");
+        }
+        Set<String> readFromPrimary = new HashSet<>();
+        recent.forEach(row -> readFromPrimary.add(row.id()));
+        for (ChargeRecord row : page.rows()) {
+            if (row.status() == IntentStatus.PROCESSING && !readFromPrimary.contains(row.id())) {
+                reads.fellBack("processing");
+                store.findCharge(reads.primary(), clientId, row.id()).ifPresentOrElse(
+                        current -> merged.put(current.id(), current), () -> merged.remove(row.id()));
+            }
+        }
+        return merged.values().stream().sorted(NEWEST_FIRST).limit(limit).toList();
+    }
+
+    private record ReplicaPage(ReadSource.Position position, List<ChargeRecord> rows) {
     }
 
     static int parseLimit(String limit) {
@@ -51,10 +143,6 @@ public class ChargeQueries {
             // answered below
         }
         throw ApiException.invalidRequest("parameter_invalid", "limit must be an integer between 1 and " + MAX_LIMIT + ".", "limit");
-    }
-
-    private AgroalDataSource readSource() {
-        return store.primary();
     }
 
     private static Map<String, Object> view(ChargeRecord record) {

@@ -24,7 +24,8 @@ public final class ChargeRequestParser {
 
     /** Stripe's largest amount in minor units (eight digits). */
     public static final long MAX_AMOUNT = 99_999_999L;
-    static final int MAX_METADATA_KEYS = 50;
+    /** Stripe allows 50 metadata keys; this service writes 3 of its own (charge id, client, attempt). */
+    static final int MAX_METADATA_KEYS = 50 - 3;
     static final int MAX_METADATA_KEY_LENGTH = 40;
     static final int MAX_METADATA_VALUE_LENGTH = 500;
     static final int MAX_DESCRIPTION_LENGTH = 1000;
@@ -112,7 +113,7 @@ public final class ChargeRequestParser {
         if (node == null || node.isNull()) {
             return null;
         }
-        if (!node.isTextual() || node.textValue().length() > MAX_DESCRIPTION_LENGTH) {
+        if (!node.isTextual() || characters(node.textValue()) > MAX_DESCRIPTION_LENGTH) {
             throw invalid("parameter_invalid", "description must be a string of at most " + MAX_DESCRIPTION_LENGTH
                     + " characters.", "description");
         }
@@ -134,7 +135,7 @@ public final class ChargeRequestParser {
             Map.Entry<String, JsonNode> entry = it.next();
             String key = entry.getKey();
             String param = "metadata[" + key + "]";
-            if (key.isEmpty() || key.length() > MAX_METADATA_KEY_LENGTH || key.contains("[") || key.contains("]")) {
+            if (key.isEmpty() || characters(key) > MAX_METADATA_KEY_LENGTH || key.contains("[") || key.contains("]")) {
                 throw invalid("parameter_invalid", "metadata keys must be 1 to " + MAX_METADATA_KEY_LENGTH
                         + " characters without square brackets.", param);
             }
@@ -143,13 +144,18 @@ public final class ChargeRequestParser {
                         + " are reserved.", param);
             }
             JsonNode value = entry.getValue();
-            if (!value.isTextual() || value.textValue().length() > MAX_METADATA_VALUE_LENGTH) {
+            if (!value.isTextual() || characters(value.textValue()) > MAX_METADATA_VALUE_LENGTH) {
                 throw invalid("parameter_invalid", "metadata values must be strings of at most "
                         + MAX_METADATA_VALUE_LENGTH + " characters.", param);
             }
             metadata.put(key, value.textValue());
         }
         return metadata;
+    }
+
+    /** Length in characters (code points), as Stripe and JSON Schema count it, not in UTF-16 units. */
+    private static int characters(String text) {
+        return text.codePointCount(0, text.length());
     }
 
     private static ApiException invalid(String code, String message, String param) {

@@ -6,9 +6,12 @@ import dev.chargeonce.idempotency.IdempotencyKey;
 import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.NewIntent;
 import dev.chargeonce.stripe.StripeConfig;
+import dev.chargeonce.stripe.StripeGateway;
 import dev.chargeonce.web.ApiException;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.Optional;
 
 /**
  * {@code POST /v1/charges}: claim the key on the primary, then drive the charge, or answer what the key holds.
@@ -28,14 +31,16 @@ public class ChargeService {
     private final StripeConfig stripeConfig;
     private final ChargeMetrics metrics;
     private final ChargeAdmission admission;
+    private final StripeGateway stripe;
 
     ChargeService(IdempotencyStore store, ChargeDriver driver, StripeConfig stripeConfig, ChargeMetrics metrics,
-                  ChargeAdmission admission) {
+                  ChargeAdmission admission, StripeGateway stripe) {
         this.store = store;
         this.driver = driver;
         this.stripeConfig = stripeConfig;
         this.metrics = metrics;
         this.admission = admission;
+        this.stripe = stripe;
     }
 
     public ChargeAnswer charge(String clientId, IdempotencyKey key, ChargeRequest request) {
@@ -43,7 +48,18 @@ public class ChargeService {
         NewIntent intent = new NewIntent(newChargeId(), clientId, key, Fingerprint.of(METHOD, PATH, canonical), canonical,
                 request.amount(), request.currency());
         try (ChargeAdmission.Ticket ticket = admission.enter()) {
-            Claim claim = store.claim(intent, stripeConfig.keyHorizon());
+            Claim claim;
+            if (stripe.acceptingCalls()) {
+                claim = store.claim(intent, stripeConfig.keyHorizon());
+            } else {
+                // Circuit open: answer what the key already holds, but take no lease for a call we will not make.
+                Optional<Claim> existing = store.peek(clientId, key, intent.fingerprint(), stripeConfig.keyHorizon());
+                if (existing.isEmpty()) {
+                    metrics.circuitOpenRejection();
+                    return ChargeResponses.stripeUnavailable(Duration.ofSeconds(2));
+                }
+                claim = existing.get();
+            }
             return switch (claim) {
                 case Claim.Fresh fresh -> driver.drive(fresh.intent());
                 case Claim.TakenOver takenOver -> {

@@ -10,4 +10,15 @@ public interface IdempotencyConfig {
     /** How long a claim holds a key before a retry or the recovery worker may take it over. */
     @WithDefault("30s")
     Duration lease();
+
+    /**
+     * How long finished keys are kept (and replayed) before the retention job deletes them. Never shorter than
+     * Stripe's 24 h key window plus the lease: a shorter one would let a late retry charge again.
+     */
+    @WithDefault("7d")
+    Duration retention();
+
+    /** Rows the retention job deletes per statement; small, so that no lock is held for long. */
+    @WithDefault("500")
+    int retentionBatchSize();
 }

@@ -2,6 +2,8 @@ package dev.chargeonce.idempotency;
 
 import io.agroal.api.AgroalDataSource;
 import jakarta.enterprise.inject.Default;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -9,6 +11,9 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -31,7 +36,7 @@ public class IdempotencyStore {
     private static final String COLUMNS = """
             x.id, x.client_id, x.idempotency_key, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
             x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at,
-            (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
+            x.stripe_key_first_sent, (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
             ceil(extract(epoch FROM (x.lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms""";
 
     private static final String CLAIM = """
@@ -99,6 +104,26 @@ public class IdempotencyStore {
              WHERE id = ? AND lease_gen = ? AND status = 'processing'
             """;
 
+    private static final String PEEK = """
+            SELECT false AS fresh, %s FROM stripe_intents x WHERE x.client_id = ? AND x.idempotency_key = ?
+            """.formatted(COLUMNS);
+
+    private static final String COUNT_ATTENTION_ROWS = """
+            SELECT count(*) FILTER (WHERE NOT needs_reconciliation
+                                      AND lease_until < clock_timestamp() - ? * interval '1 millisecond'),
+                   count(*) FILTER (WHERE needs_reconciliation)
+              FROM stripe_intents WHERE status = 'processing'
+            """;
+
+    private static final String DELETE_FINISHED = """
+            DELETE FROM stripe_intents WHERE id IN (
+                SELECT id FROM stripe_intents
+                 WHERE status <> 'processing' AND finished_at < clock_timestamp() - ? * interval '1 millisecond'
+                 ORDER BY finished_at
+                 LIMIT ?
+                 FOR UPDATE SKIP LOCKED)
+            """;
+
     private static final String ANSWER_OF = """
             SELECT status, response_status, response_body,
                    ceil(extract(epoch FROM (lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms
@@ -110,10 +135,16 @@ public class IdempotencyStore {
 
     private final AgroalDataSource primary;
     private final IdempotencyConfig config;
+    private final Timer claimLatency;
+    private final Timer finishLatency;
 
-    public IdempotencyStore(@Default AgroalDataSource primary, IdempotencyConfig config) {
+    public IdempotencyStore(@Default AgroalDataSource primary, IdempotencyConfig config, MeterRegistry metrics) {
         this.primary = primary;
         this.config = config;
+        this.claimLatency = Timer.builder("chargeonce.db.statement").tag("statement", "claim")
+                .publishPercentileHistogram().register(metrics);
+        this.finishLatency = Timer.builder("chargeonce.db.statement").tag("statement", "finish")
+                .publishPercentileHistogram().register(metrics);
     }
 
     /**
@@ -121,6 +152,15 @@ public class IdempotencyStore {
      * expired lease. A claim that cannot be committed throws {@link DatabaseUnavailableException}.
      */
     public Claim claim(NewIntent intent, Duration keyHorizon) {
+        Timer.Sample sample = Timer.start();
+        try {
+            return claimUntimed(intent, keyHorizon);
+        } finally {
+            sample.stop(claimLatency);
+        }
+    }
+
+    private Claim claimUntimed(NewIntent intent, Duration keyHorizon) {
         // Two rounds at most: a conflicting row committed after this statement's snapshot is invisible to the
         // SELECT half (the INSERT half saw it and did nothing); the next statement sees it.
         for (int round = 0; round < 3; round++) {
@@ -146,17 +186,9 @@ public class IdempotencyStore {
             if (row.fresh) {
                 return new Claim.Fresh(row.intent());
             }
-            if (!row.fingerprint.equals(intent.fingerprint().hex())) {
-                return new Claim.Mismatch();
-            }
-            if (row.status != IntentStatus.PROCESSING) {
-                return new Claim.Replay(new StoredAnswer(row.responseStatus, row.responseBody));
-            }
-            if (row.needsReconciliation) {
-                return new Claim.UnderReconciliation();
-            }
-            if (row.leaseLeftMillis > 0) {
-                return new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis));
+            Optional<Claim> settled = classifyExisting(row, intent.fingerprint());
+            if (settled.isPresent()) {
+                return settled.get();
             }
             Optional<Row> taken = queryOne(TAKE_OVER, ps -> {
                 ps.setLong(1, config.lease().toMillis());
@@ -170,6 +202,62 @@ public class IdempotencyStore {
             // Someone else took it over or finished it between the two statements: look again.
         }
         return new Claim.InFlight(Duration.ofSeconds(1));
+    }
+
+    /**
+     * What the key holds, without claiming anything: for when Stripe is known to be unavailable (circuit open),
+     * so that replays are still answered and no lease is taken for a call that will not be made. Empty when the
+     * key is new, or processing with an expired lease (a claim would take it over).
+     */
+    public Optional<Claim> peek(String clientId, IdempotencyKey key, Fingerprint fingerprint, Duration keyHorizon) {
+        return queryOne(PEEK, ps -> {
+            ps.setLong(1, keyHorizon.toMillis());
+            ps.setString(2, clientId);
+            ps.setString(3, key.value());
+        }).flatMap(row -> classifyExisting(row, fingerprint));
+    }
+
+    /** The answer an existing row gives a request with this fingerprint; empty when its lease can be taken over. */
+    private static Optional<Claim> classifyExisting(Row row, Fingerprint fingerprint) {
+        if (!row.fingerprint.equals(fingerprint.hex())) {
+            return Optional.of(new Claim.Mismatch());
+        }
+        if (row.status != IntentStatus.PROCESSING) {
+            return Optional.of(new Claim.Replay(new StoredAnswer(row.responseStatus, row.responseBody)));
+        }
+        if (row.needsReconciliation) {
+            return Optional.of(new Claim.UnderReconciliation());
+        }
+        if (row.leaseLeftMillis > 0) {
+            return Optional.of(new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis)));
+        }
+        return Optional.empty();
+    }
+
+    /** Counts for the operators' gauges: rows stuck past their lease, and rows parked for reconciliation. */
+    public RowCounts countAttentionRows(Duration stuckAfter) {
+        long[] counts = new long[2];
+        run(COUNT_ATTENTION_ROWS, ps -> ps.setLong(1, stuckAfter.toMillis()), rs -> {
+            if (rs.next()) {
+                counts[0] = rs.getLong(1);
+                counts[1] = rs.getLong(2);
+            }
+        });
+        return new RowCounts(counts[0], counts[1]);
+    }
+
+    public record RowCounts(long stuckProcessing, long parkedForReconciliation) {
+    }
+
+    /**
+     * Deletes up to {@code batch} finished rows older than {@code retention}. Small batches and SKIP LOCKED keep
+     * locks short; processing rows are never deleted, whatever their age.
+     */
+    public int deleteFinishedBefore(Duration retention, int batch) {
+        return update(DELETE_FINISHED, ps -> {
+            ps.setLong(1, retention.toMillis());
+            ps.setInt(2, batch);
+        });
     }
 
     /** Takes over up to {@code limit} rows whose lease expired; another instance never gets the same row. */
@@ -195,14 +283,14 @@ public class IdempotencyStore {
         if (status == IntentStatus.PROCESSING) {
             throw new IllegalArgumentException("finish needs a final status");
         }
-        return update(FINISH, ps -> {
+        return finishLatency.record(() -> update(FINISH, ps -> {
             ps.setString(1, status.column());
             ps.setInt(2, answer.status());
             ps.setString(3, answer.body());
             ps.setString(4, paymentIntentId);
             ps.setString(5, holder.id());
             ps.setInt(6, holder.leaseGeneration());
-        }) == 1;
+        })) == 1;
     }
 
     /**
@@ -278,6 +366,26 @@ public class IdempotencyStore {
         return found;
     }
 
+    /**
+     * The client's newest charges created after {@code after}, newest first: what a lagging replica may not have
+     * yet (see {@code dev.chargeonce.charge.ChargeQueries#list}). Bounded by the client's index, so it reads only
+     * the recent rows.
+     */
+    public List<ChargeRecord> listChargesCreatedAfter(AgroalDataSource source, String clientId, Instant after, int limit) {
+        List<ChargeRecord> found = new ArrayList<>();
+        run(source, "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE client_id = ? AND created_at > ?"
+                + " ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
+            ps.setString(1, clientId);
+            ps.setObject(2, OffsetDateTime.ofInstant(after, ZoneOffset.UTC));
+            ps.setInt(3, limit);
+        }, rs -> {
+            while (rs.next()) {
+                found.add(chargeRecord(rs));
+            }
+        });
+        return found;
+    }
+
     /** The data source of the idempotency path, for callers that read charges from the primary. */
     public AgroalDataSource primary() {
         return primary;
@@ -339,7 +447,7 @@ public class IdempotencyStore {
     private record Row(boolean fresh, String id, String clientId, String idempotencyKey, String fingerprint, String request, long amount,
                        String currency, IntentStatus status, int leaseGeneration, int stripeAttempt,
                        String lastStripeError, boolean needsReconciliation, int responseStatus, String responseBody,
-                       Timestamp createdAt, boolean beyondHorizon, long leaseLeftMillis) {
+                       Timestamp createdAt, Timestamp stripeKeyFirstSent, boolean beyondHorizon, long leaseLeftMillis) {
 
         static Row read(ResultSet rs) throws SQLException {
             return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
@@ -347,12 +455,13 @@ public class IdempotencyStore {
                     IntentStatus.fromColumn(rs.getString("status")), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"),
                     rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
                     rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
+                    rs.getTimestamp("stripe_key_first_sent"),
                     rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"));
         }
 
         ClaimedIntent intent() {
             return new ClaimedIntent(id, clientId, new IdempotencyKey(idempotencyKey), request, amount, currency, leaseGeneration, stripeAttempt,
-                    lastStripeError, beyondHorizon, createdAt.toInstant());
+                    lastStripeError, beyondHorizon, createdAt.toInstant(), stripeKeyFirstSent.toInstant());
         }
     }
 }

@@ -35,7 +35,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * after the charge was made, without an answer.
  *
  * <p>Emulated: {@code POST /v1/payment_intents} (create + confirm), {@code GET /v1/payment_intents/{id}},
- * {@code GET /v1/payment_intents} (newest first, {@code created[gte]}, {@code limit}, {@code starting_after}).
+ * {@code GET /v1/payment_intents} (newest first, {@code created[gte]}, {@code created[lte]}, {@code limit},
+ * {@code starting_after}). A test may backdate a create with the sandbox-only header {@code Sandbox-Created}
+ * (epoch seconds), to stand for a payment made long ago.
  * Idempotency as Stripe does it: same key and same parameters replay the first answer (even a 500) with
  * {@code Idempotent-Replayed: true}; same key and other parameters answer {@code 400 idempotency_error};
  * a key whose first request is still running answers {@code 409}; 429 answers are not stored.
@@ -271,7 +273,11 @@ public final class StripeSandbox implements AutoCloseable {
             return Response.json(401, error("invalid_request_error", null, "Invalid API Key provided.", null));
         }
         if (method.equals("POST") && path.equals("/v1/payment_intents")) {
-            return create(headers.get("Idempotency-Key"), parseForm(body));
+            Map<String, String> form = parseForm(body);
+            if (headers.containsKey("Sandbox-Created")) {
+                form.put("__sandbox_created", headers.get("Sandbox-Created"));
+            }
+            return create(headers.get("Idempotency-Key"), form);
         }
         if (method.equals("GET") && path.equals("/v1/payment_intents")) {
             return list(query);
@@ -392,6 +398,11 @@ public final class StripeSandbox implements AutoCloseable {
                 metadata.put(k.substring(9, k.length() - 1), v);
             }
         });
+        if (metadata.size() > 50) {
+            // Stripe's limit, which the service's own three keys count against.
+            return Response.json(400, error("invalid_request_error", "parameter_invalid",
+                    "You can specify up to 50 keys in metadata.", "metadata"));
+        }
         String status;
         String declineCode = null;
         switch (paymentMethod) {
@@ -404,9 +415,10 @@ public final class StripeSandbox implements AutoCloseable {
                         "No such PaymentMethod: '" + paymentMethod + "'", "payment_method"));
             }
         }
-        long nowMillis = System.currentTimeMillis();
+        long created = params.containsKey("__sandbox_created") ? Long.parseLong(params.get("__sandbox_created"))
+                : System.currentTimeMillis() / 1000;
         PaymentIntent pi = new PaymentIntent("pi_" + randomId(24), amount, currency, status, paymentMethod,
-                params.get("customer"), params.get("description"), Map.copyOf(metadata), nowMillis / 1000,
+                params.get("customer"), params.get("description"), Map.copyOf(metadata), created,
                 System.nanoTime(), idempotencyKey, declineCode);
         intents.put(pi.id(), pi);
         ledger.add(pi);
@@ -424,6 +436,7 @@ public final class StripeSandbox implements AutoCloseable {
     private Response list(Map<String, String> query) {
         int limit = Math.min(100, Integer.parseInt(query.getOrDefault("limit", "10")));
         long createdGte = Long.parseLong(query.getOrDefault("created[gte]", "0"));
+        long createdLte = Long.parseLong(query.getOrDefault("created[lte]", Long.toString(Long.MAX_VALUE)));
         String startingAfter = query.get("starting_after");
         List<PaymentIntent> newestFirst = new ArrayList<>(ledger);
         newestFirst.sort((a, b) -> Long.compare(b.createdNanos(), a.createdNanos()));
@@ -435,7 +448,7 @@ public final class StripeSandbox implements AutoCloseable {
                 skipping = !pi.id().equals(startingAfter);
                 continue;
             }
-            if (pi.created() < createdGte) {
+            if (pi.created() < createdGte || pi.created() > createdLte) {
                 continue;
             }
             if (page.size() == limit) {

@@ -8,6 +8,7 @@ import com.stripe.exception.StripeException;
 import com.stripe.model.PaymentIntent;
 import com.stripe.net.RequestOptions;
 import com.stripe.param.PaymentIntentCreateParams;
+import io.smallrye.faulttolerance.api.CircuitBreakerName;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.time.temporal.ChronoUnit;
 import org.eclipse.microprofile.faulttolerance.Bulkhead;
@@ -26,6 +27,12 @@ import org.eclipse.microprofile.faulttolerance.exceptions.TimeoutException;
  */
 @ApplicationScoped
 class StripeApi {
+
+    /** The circuit breaker of the create call, by name, so the service can ask whether it is open. */
+    static final String CIRCUIT = "stripe-create";
+    /** The circuit's default open delay; configuration may override it (see {@link StripeGateway#acceptingCalls}). */
+    static final long CIRCUIT_DELAY_MILLIS = 5_000;
+    static final String CIRCUIT_DELAY_PROPERTY = "dev.chargeonce.stripe.StripeApi/create/CircuitBreaker/delay";
 
     /** The call may have reached Stripe and its answer was lost; re-sending the same key is safe and useful. */
     static final class UnreachableException extends RuntimeException {
@@ -50,8 +57,9 @@ class StripeApi {
     @Timeout(value = 9, unit = ChronoUnit.SECONDS)
     @Retry(maxRetries = 2, delay = 200, jitter = 150, maxDuration = 25, durationUnit = ChronoUnit.SECONDS,
             retryOn = {UnreachableException.class, TimeoutException.class})
-    @CircuitBreaker(requestVolumeThreshold = 20, failureRatio = 0.5, delay = 5, delayUnit = ChronoUnit.SECONDS,
+    @CircuitBreaker(requestVolumeThreshold = 20, failureRatio = 0.5, delay = CIRCUIT_DELAY_MILLIS, delayUnit = ChronoUnit.MILLIS,
             successThreshold = 2, failOn = {UnreachableException.class, ServerErrorException.class, TimeoutException.class})
+    @CircuitBreakerName(StripeApi.CIRCUIT)
     @Bulkhead(2048)
     PaymentIntent create(PaymentIntentCreateParams params, String idempotencyKey) throws StripeException {
         StripeClient client = clients.client();

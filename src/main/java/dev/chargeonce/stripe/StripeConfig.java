@@ -35,8 +35,11 @@ public interface StripeConfig {
     @WithDefault("23h")
     Duration keyHorizon();
 
-    /** How far before the claim the lookup lists PaymentIntents, covering clock skew between us and Stripe. */
-    @WithDefault("10m")
+    /**
+     * How much wider than the attempt's send window the lookup lists PaymentIntents, for the clock skew between our
+     * database and Stripe.
+     */
+    @WithDefault("2m")
     Duration lookupSkew();
 
     /** Pages of 100 PaymentIntents the lookup reads before it gives up proving an absence. */

@@ -10,7 +10,16 @@ import com.stripe.model.StripeCollection;
 import com.stripe.model.StripeError;
 import com.stripe.param.PaymentIntentCreateParams;
 import com.stripe.param.PaymentIntentListParams;
+import io.smallrye.faulttolerance.api.CircuitBreakerMaintenance;
+import io.smallrye.faulttolerance.api.CircuitBreakerState;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.eclipse.microprofile.config.ConfigProvider;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +33,7 @@ import org.jboss.logging.Logger;
  * The only way into Stripe: create-and-confirm a PaymentIntent, or find one again. Every result is classified
  * into a {@link StripeOutcome}; nothing Stripe-specific leaks past this class.
  */
+@io.quarkus.runtime.Startup
 @ApplicationScoped
 public class StripeGateway {
 
@@ -39,15 +49,56 @@ public class StripeGateway {
     private final StripeApi api;
     private final StripeClients clients;
     private final StripeConfig config;
+    private final long circuitDelayNanos;
+    private volatile long circuitOpenedAt = System.nanoTime();
 
-    StripeGateway(StripeApi api, StripeClients clients, StripeConfig config) {
+    private final MeterRegistry metrics;
+    private final Timer createLatency;
+    private final AtomicInteger circuitOpen = new AtomicInteger();
+    private final io.micrometer.core.instrument.Counter duplicateFindings;
+
+    StripeGateway(StripeApi api, StripeClients clients, StripeConfig config, MeterRegistry metrics) {
         this.api = api;
         this.clients = clients;
         this.config = config;
+        this.metrics = metrics;
+        this.createLatency = Timer.builder("chargeonce.stripe.call").tag("call", "create")
+                .description("Stripe create-and-confirm, fault-tolerance retries included")
+                .publishPercentileHistogram().register(metrics);
+        metrics.gauge("chargeonce.stripe.circuit.open", circuitOpen);
+        // Registered up front so that the first finding is an increase from 0 that alerts can see.
+        this.duplicateFindings = metrics.counter("chargeonce.reconciliation.findings", "finding", "duplicate_payment_intents");
+        this.circuitDelayNanos = TimeUnit.MILLISECONDS.toNanos(ConfigProvider.getConfig()
+                .getOptionalValue(StripeApi.CIRCUIT_DELAY_PROPERTY, Long.class).orElse(StripeApi.CIRCUIT_DELAY_MILLIS));
     }
 
     public StripeConfig config() {
         return config;
+    }
+
+    /**
+     * False while the circuit breaker is open: a create would not be sent, so a new claim would be a lease taken
+     * for nothing. (Half-open lets trial calls through.)
+     */
+    public boolean acceptingCalls() {
+        if (CircuitBreakerMaintenance.get().currentState(StripeApi.CIRCUIT) != CircuitBreakerState.OPEN) {
+            return true;
+        }
+        // SmallRye moves an open circuit to half-open lazily, on the first call after the delay: past the delay,
+        // let calls through, or the circuit would never be tried again.
+        return System.nanoTime() - circuitOpenedAt >= circuitDelayNanos;
+    }
+
+    void watchCircuit(@Observes StartupEvent event) {
+        CircuitBreakerMaintenance.get().onStateChange(StripeApi.CIRCUIT, state -> {
+            circuitOpen.set(state == CircuitBreakerState.OPEN ? 1 : 0);
+            if (state == CircuitBreakerState.OPEN) {
+                circuitOpenedAt = System.nanoTime();
+                LOG.warn("Stripe circuit breaker OPEN: new charges are answered 503 without a claim");
+            } else {
+                LOG.infof("Stripe circuit breaker %s", state);
+            }
+        });
     }
 
     public StripeOutcome createAndConfirm(PaymentOrder order) {
@@ -70,6 +121,7 @@ public class StripeGateway {
         if (order.description() != null) {
             params.setDescription(order.description());
         }
+        Timer.Sample sample = Timer.start();
         try {
             return fromIntent(api.create(params.build(), order.stripeIdempotencyKey()));
         } catch (CardException e) {
@@ -97,23 +149,28 @@ public class StripeGateway {
             return new StripeOutcome.Unknown(e.getMessage(), true);
         } catch (StripeException e) {
             return new StripeOutcome.Unknown(e.getClass().getSimpleName() + ": " + e.getMessage(), true);
+        } finally {
+            sample.stop(createLatency);
         }
     }
 
     /**
-     * Finds the PaymentIntent a charge created, by the metadata every create writes. Listing is strongly
-     * consistent at Stripe (search is not), so an empty answer proves that no attempt of this charge created one.
+     * Finds the PaymentIntent a charge's current Stripe attempt created, by the metadata every create writes.
+     * Listing is strongly consistent at Stripe (search is not), so an empty answer proves that nothing was created.
+     * Only PaymentIntents created in the attempt's send window (widened by the clock skew between us and Stripe)
+     * are listed, so the cost depends on the payment rate over a few minutes, never on history.
      *
      * @throws LookupFailedException when absence cannot be proven
      */
-    public Optional<StripeOutcome> findPaymentIntent(String chargeId, Instant claimedAt) {
-        long since = claimedAt.minus(config.lookupSkew()).getEpochSecond();
+    public Optional<StripeOutcome> findPaymentIntent(String chargeId, Instant sentFrom, Instant sentUntil) {
+        long from = sentFrom.minus(config.lookupSkew()).getEpochSecond();
+        long until = sentUntil.plus(config.lookupSkew()).getEpochSecond();
         List<PaymentIntent> matches = new ArrayList<>(1);
         String startingAfter = null;
         try {
             for (int page = 0; page < config.lookupMaxPages(); page++) {
                 PaymentIntentListParams.Builder params = PaymentIntentListParams.builder()
-                        .setCreated(PaymentIntentListParams.Created.builder().setGte(since).build())
+                        .setCreated(PaymentIntentListParams.Created.builder().setGte(from).setLte(until).build())
                         .setLimit(100L);
                 if (startingAfter != null) {
                     params.setStartingAfter(startingAfter);
@@ -140,7 +197,9 @@ public class StripeGateway {
             return Optional.empty();
         }
         if (matches.size() > 1) {
+            // Should be impossible by construction; if it ever happens an operator must refund one of them.
             LOG.errorf("charge %s has %d PaymentIntents at Stripe; reconcile", chargeId, matches.size());
+            duplicateFindings.increment();
         }
         PaymentIntent best = matches.stream().filter(pi -> "succeeded".equals(pi.getStatus())).findFirst().orElse(matches.get(0));
         return Optional.of(fromIntent(best));

@@ -1,6 +1,7 @@
 package dev.chargeonce.web;
 
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import jakarta.ws.rs.NotAcceptableException;
 import jakarta.ws.rs.NotAllowedException;
 import jakarta.ws.rs.NotFoundException;
 import jakarta.ws.rs.NotSupportedException;
@@ -24,7 +25,8 @@ public class ErrorMappers {
     public Response database(DatabaseUnavailableException e) {
         LOG.warnf("database unavailable: %s", e.getMessage());
         return api(ApiException.unavailable("database_unavailable",
-                "The charge database cannot be reached; nothing was charged by this request. Retry with the same Idempotency-Key.",
+                "The charge database cannot be reached right now. Retry later; a charge retried with the same Idempotency-Key"
+                        + " is never charged twice.",
                 java.time.Duration.ofSeconds(2)));
     }
 
@@ -37,6 +39,12 @@ public class ErrorMappers {
     @ServerExceptionMapper
     public Response notFound(NotFoundException e) {
         return respond(404, ErrorBody.of("invalid_request_error", "resource_missing", "No such resource.", null), null);
+    }
+
+    @ServerExceptionMapper
+    public Response notAcceptable(NotAcceptableException e) {
+        return respond(406, ErrorBody.of("invalid_request_error", "not_acceptable",
+                "This API answers application/json only; accept it.", null), null);
     }
 
     @ServerExceptionMapper

@@ -82,12 +82,24 @@ class RejectedRequestsTest {
     @Test
     void tooManyMetadataKeysIs400() {
         StringBuilder metadata = new StringBuilder("{");
-        for (int i = 0; i < 51; i++) {
+        // Stripe allows 50 keys and the service adds 3 of its own: 48 client keys would be a Stripe error later.
+        for (int i = 0; i < 48; i++) {
             metadata.append(i == 0 ? "" : ",").append("\"k").append(i).append("\":\"v\"");
         }
         withKey().contentType(ContentType.JSON)
                 .body("{\"amount\": 100, \"currency\": \"usd\", \"payment_method\": \"pm_card_visa\", \"metadata\": " + metadata + "}}")
                 .post("/v1/charges").then().statusCode(400).body("error.param", equalTo("metadata"));
+    }
+
+    @Test
+    void lengthsCountCharactersNotUtf16Units() {
+        // 40 emoji are 40 characters (80 UTF-16 units): a valid key by Stripe's count.
+        String key = "\uD83D\uDCB3".repeat(40);
+        authed().header("Idempotency-Key", UUID.randomUUID().toString()).contentType(ContentType.JSON)
+                .body("{\"amount\": 100, \"currency\": \"usd\", \"payment_method\": \"pm_card_visa\", \"metadata\": {\""
+                        + key + "\": \"v\"}}")
+                .post("/v1/charges").then().statusCode(201);
+        stripeRequestsBefore = stripe.apiRequests();
     }
 
     @Test

@@ -57,14 +57,14 @@ class CrashBetweenStripeAndUpdateIT {
         env.stripe.setLatencyMillis(2_000);
         CompletableFuture<ChargeClient.Answer> inFlight = CompletableFuture.supplyAsync(
                 () -> client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30)));
-        awaitCreateRequests(1);
+        env.awaitCreateRequests(1, Duration.ofSeconds(10));
         service.kill9();
         assertEquals(-1, inFlight.get().status(), "the client lost its connection with the service");
         // Stripe finishes the charge the dead service asked for.
         Thread.sleep(2_500);
         env.stripe.setLatencyMillis(0);
         assertEquals(1, env.stripe.ledger().size(), "Stripe charged once before anyone retried");
-        assertEquals("processing", rowStatus(key), "the crash left the row processing");
+        assertEquals("processing", env.rowStatus(key), "the crash left the row processing");
         return key;
     }
 
@@ -85,11 +85,8 @@ class CrashBetweenStripeAndUpdateIT {
         String key = chargeAndKillMidFlight();
         service.startProcess();
 
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (!"completed".equals(rowStatus(key)) && System.nanoTime() < deadline) {
-            Thread.sleep(250);
-        }
-        assertEquals("completed", rowStatus(key), "the recovery worker finished the row without any client");
+        assertEquals("completed", env.awaitRowStatus(key, "completed", Duration.ofSeconds(30)),
+                "the recovery worker finished the row without any client");
         long creates = env.stripe.createRequests();
         ChargeClient.Answer answer = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(10));
         assertEquals(201, answer.status());
@@ -128,21 +125,5 @@ class CrashBetweenStripeAndUpdateIT {
         return answer;
     }
 
-    private void awaitCreateRequests(long n) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (env.stripe.createRequests() < n && System.nanoTime() < deadline) {
-            Thread.sleep(20);
-        }
-        assertEquals(n, env.stripe.createRequests());
-    }
 
-    private String rowStatus(String key) throws Exception {
-        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT status FROM stripe_intents WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? rs.getString(1) : null;
-            }
-        }
-    }
 }

@@ -47,6 +47,40 @@ public final class ProcessEnvironment implements AutoCloseable {
         return DriverManager.getConnection(TestPostgres.jdbcUrl(TestPostgres.port(), database), "postgres", "postgres");
     }
 
+    /** Waits until the sandbox has received {@code n} create requests (the service is now "charging"). */
+    public void awaitCreateRequests(long n, java.time.Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (stripe.createRequests() < n && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        if (stripe.createRequests() < n) {
+            throw new AssertionError("Stripe saw " + stripe.createRequests() + " creates, expected " + n);
+        }
+    }
+
+    /** The status of the row of this Idempotency-Key, or null when there is none. */
+    public String rowStatus(String idempotencyKey) throws SQLException {
+        try (Connection c = connect(); java.sql.PreparedStatement ps = c.prepareStatement(
+                "SELECT status FROM stripe_intents WHERE idempotency_key = ?")) {
+            ps.setString(1, idempotencyKey);
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
+    }
+
+    /** Waits up to {@code timeout} for the row to reach {@code status}; returns the status it has then. */
+    public String awaitRowStatus(String idempotencyKey, String status, java.time.Duration timeout)
+            throws SQLException, InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        String current = rowStatus(idempotencyKey);
+        while (!status.equals(current) && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            current = rowStatus(idempotencyKey);
+        }
+        return current;
+    }
+
     @Override
     public void close() throws IOException {
         databaseProxy.close();

@@ -9,6 +9,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A TCP proxy the test owns, in front of a server it started: {@link #cut()} drops every connection and refuses
@@ -19,6 +20,8 @@ public final class TcpProxy implements AutoCloseable {
     private final ServerSocket listener;
     private final int targetPort;
     private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+    private final AtomicLong connectionsAccepted = new AtomicLong();
+    private final AtomicLong bytesToTarget = new AtomicLong();
     private volatile boolean cut;
     private volatile boolean closed;
 
@@ -32,6 +35,16 @@ public final class TcpProxy implements AutoCloseable {
 
     public int port() {
         return listener.getLocalPort();
+    }
+
+    /** Connections let through to the target so far. */
+    public long connectionsAccepted() {
+        return connectionsAccepted.get();
+    }
+
+    /** Bytes the clients sent to the target so far (every statement, every handshake, every validation). */
+    public long bytesToTarget() {
+        return bytesToTarget.get();
     }
 
     public void cut() {
@@ -60,8 +73,9 @@ public final class TcpProxy implements AutoCloseable {
                 upstream.setTcpNoDelay(true);
                 open.add(client);
                 open.add(upstream);
-                Thread.ofVirtual().start(() -> pump(client, upstream));
-                Thread.ofVirtual().start(() -> pump(upstream, client));
+                connectionsAccepted.incrementAndGet();
+                Thread.ofVirtual().start(() -> pump(client, upstream, bytesToTarget));
+                Thread.ofVirtual().start(() -> pump(upstream, client, new AtomicLong()));
             } catch (IOException e) {
                 if (closed) {
                     return;
@@ -70,11 +84,12 @@ public final class TcpProxy implements AutoCloseable {
         }
     }
 
-    private void pump(Socket from, Socket to) {
+    private void pump(Socket from, Socket to, AtomicLong bytes) {
         byte[] buffer = new byte[16 * 1024];
         try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
             int n;
             while (!cut && (n = in.read(buffer)) >= 0) {
+                bytes.addAndGet(n);
                 out.write(buffer, 0, n);
                 out.flush();
             }

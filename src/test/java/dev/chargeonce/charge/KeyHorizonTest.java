@@ -1,0 +1,114 @@
+package dev.chargeonce.charge;
+
+import static dev.chargeonce.testing.TestClients.ACME;
+import static dev.chargeonce.testing.TestClients.ACME_KEY;
+import static org.hamcrest.Matchers.equalTo;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chargeonce.idempotency.Fingerprint;
+import dev.chargeonce.testing.PostgresAndSandbox;
+import dev.chargeonce.testing.SandboxControl;
+import io.agroal.api.AgroalDataSource;
+import io.quarkus.test.common.TestResourceScope;
+import io.quarkus.test.common.WithTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import jakarta.inject.Inject;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.util.UUID;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Stripe forgets idempotency keys after 24 hours: a processing row whose Stripe key is older than the key horizon
+ * (23 h) must never be re-sent as a create. Here such a row is made by hand (as a crash a day ago would leave it).
+ */
+@QuarkusTest
+@WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
+class KeyHorizonTest {
+
+    @Inject
+    AgroalDataSource primary;
+
+    @ConfigProperty(name = "chargeonce.stripe.api-base")
+    String sandboxBase;
+
+    @Test
+    void aRowPastTheHorizonIsNeverResentAsACreate() throws Exception {
+        SandboxControl stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+        String key = UUID.randomUUID().toString();
+        String chargeId = insertAbandonedRow(key, "25 hours");
+        long creates = stripe.createRequests();
+
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503)
+                .body("error.code", equalTo("charge_under_reconciliation"));
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503)
+                .body("error.code", equalTo("charge_under_reconciliation"));
+
+        assertEquals(creates, stripe.createRequests(), "no create with a key Stripe may have forgotten");
+        assertEquals(0, stripe.intentsForCharge(chargeId).size());
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT status, needs_reconciliation FROM stripe_intents WHERE id = ?")) {
+            ps.setString(1, chargeId);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertTrue(rs.next());
+                assertEquals("processing", rs.getString(1), "not final: an operator reconciles it");
+                assertTrue(rs.getBoolean(2), "parked for reconciliation");
+            }
+        }
+    }
+
+    @Test
+    void aRowPastTheHorizonWhosePaymentExistsIsCompletedByLookup() throws Exception {
+        SandboxControl stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+        String key = UUID.randomUUID().toString();
+        String chargeId = insertAbandonedRow(key, "25 hours");
+        // The payment the crashed attempt made, a day ago, as Stripe still lists it.
+        createAtStripeDirectly(chargeId);
+        long creates = stripe.createRequests();
+
+        String paymentIntent = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201)
+                .body("id", equalTo(chargeId)).extract().path("payment_intent");
+        assertEquals(creates, stripe.createRequests(), "found by lookup, not re-created");
+        assertEquals(stripe.intentsForCharge(chargeId).get(0).get("id").asText(), paymentIntent);
+    }
+
+    private String insertAbandonedRow(String key, String age) throws Exception {
+        String chargeId = ChargeService.newChargeId();
+        String canonical = ChargeRequestParser.parse(ChargeApiTest.VISA.getBytes(StandardCharsets.UTF_8)).canonicalJson();
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
+                                            lease_until, stripe_key_first_sent, created_at)
+                VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - interval '1 hour',
+                        now() - ?::interval, now() - ?::interval)""")) {
+            ps.setString(1, chargeId);
+            ps.setString(2, ACME);
+            ps.setString(3, key);
+            ps.setString(4, Fingerprint.of("POST", "/v1/charges", canonical).hex());
+            ps.setString(5, canonical);
+            ps.setString(6, age);
+            ps.setString(7, age);
+            ps.executeUpdate();
+        }
+        return chargeId;
+    }
+
+    private void createAtStripeDirectly(String chargeId) throws Exception {
+        java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
+                java.net.http.HttpRequest.newBuilder(java.net.URI.create(sandboxBase + "/v1/payment_intents"))
+                        .header("Authorization", "Bearer sk_test_sandbox")
+                        .header("Content-Type", "application/x-www-form-urlencoded")
+                        // made when the row's Stripe key was first sent, 25 hours ago
+                        .header("Sandbox-Created", Long.toString(java.time.Instant.now().minusSeconds(25 * 3600 - 5).getEpochSecond()))
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(
+                                "amount=1000&currency=usd&payment_method=pm_card_visa&confirm=true&metadata[chargeonce_charge_id]="
+                                        + chargeId + "&metadata[chargeonce_attempt]=1"))
+                        .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+    }
+}

@@ -1,0 +1,209 @@
+package dev.chargeonce.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.FileSystems;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.PathMatcher;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * There is no Docker engine to build {@code src/main/docker/Dockerfile.jvm} with, so this checks what a build would
+ * trip over, after {@code package} (failsafe): every COPY source exists in the build context and together they
+ * carry the whole fast-jar, the user is numeric and not root, the base is a pinned Java 21+ runtime, EXPOSE is the
+ * HTTP port, and the entry jar is where the image's run-java.sh will look.
+ */
+class DockerfileIT {
+
+    static final Path DOCKERFILE = Path.of("src", "main", "docker", "Dockerfile.jvm");
+    static final Path BUILD_CONTEXT = Path.of(".");
+    static final Path FAST_JAR = Path.of("target", "quarkus-app");
+
+    /** What the fast-jar layout must bring into the image for quarkus-run.jar to start. */
+    static final List<String> FAST_JAR_PARTS = List.of("lib", "app", "quarkus", "quarkus-run.jar");
+
+    private static final Pattern JAVA_RUNTIME = Pattern.compile("(?:openjdk|temurin|jre|java)[-:]?(\\d+)(?:-jre|-runtime)?");
+
+    @Test
+    void dockerfileBuildsFromThePackagedApplication() throws IOException {
+        assertTrue(Files.isRegularFile(FAST_JAR.resolve("quarkus-run.jar")), FAST_JAR + " is missing: this test runs after `package`");
+        int httpPort = QuarkusProperties.load(QuarkusProperties.APPLICATION_PROPERTIES, "prod").value("quarkus.http.port").map(Integer::parseInt).orElse(8080);
+        assertEquals(List.of(), problems(Files.readString(DOCKERFILE), BUILD_CONTEXT, httpPort));
+    }
+
+    @Test
+    void eachRuleCanFail() {
+        String broken = """
+                FROM registry.access.redhat.com/ubi9/openjdk-17-runtime:latest
+                COPY target/quarkus-app/lib/ /deployments/lib/
+                COPY target/quarkus-app/not-there/ /deployments/quarkus/
+                EXPOSE 9090
+                USER root
+                ENV JAVA_APP_JAR="/deployments/quarkus-run.jar"
+                """;
+        List<String> problems = problems(broken, BUILD_CONTEXT, 8080);
+        for (String expected : List.of("not-there", "does not carry app", "Java 17", "pinned", "EXPOSE", "numeric", "JAVA_APP_JAR", "JAVA_OPTS_APPEND")) {
+            assertTrue(problems.stream().anyMatch(p -> p.contains(expected)), "expected a problem about '" + expected + "' in " + problems);
+        }
+        assertTrue(problems(broken.replace("USER root", "USER 0"), BUILD_CONTEXT, 8080).stream().anyMatch(p -> p.contains("must not be root")));
+    }
+
+    /** The problems of a Dockerfile (empty: fine), with its COPY sources resolved against the build context. */
+    static List<String> problems(String dockerfile, Path context, int httpPort) {
+        List<String> problems = new ArrayList<>();
+        List<Instruction> instructions = instructions(dockerfile);
+
+        List<Instruction> from = instructions.stream().filter(i -> i.keyword().equals("FROM")).toList();
+        if (from.size() != 1) {
+            problems.add("expected one FROM (runtime stage only), found " + from.size());
+        } else {
+            String image = from.get(0).arguments().split("\\s+")[0];
+            boolean pinned = image.contains("@sha256:") || (image.lastIndexOf(':') > image.lastIndexOf('/') && !image.endsWith(":latest"));
+            if (!pinned) {
+                problems.add("base image " + image + " must be pinned to a tag (not latest) or a digest");
+            }
+            Matcher java = JAVA_RUNTIME.matcher(image);
+            if (!java.find()) {
+                problems.add("base image " + image + " is not recognisably a Java runtime image");
+            } else if (Integer.parseInt(java.group(1)) < 21) {
+                problems.add("base image " + image + " is Java " + java.group(1) + "; the service targets Java 21");
+            } else if (!image.contains("runtime") && !image.contains("jre")) {
+                problems.add("base image " + image + " is a JDK; a JRE/runtime image is smaller and has no compiler");
+            }
+        }
+
+        List<String> copied = new ArrayList<>();
+        Map<String, String> copyDestinations = new LinkedHashMap<>();
+        for (Instruction copy : instructions.stream().filter(i -> i.keyword().equals("COPY") || i.keyword().equals("ADD")).toList()) {
+            List<String> words = new ArrayList<>(List.of(copy.arguments().split("\\s+")));
+            words.removeIf(w -> w.startsWith("--") && !w.startsWith("--from"));
+            if (words.stream().anyMatch(w -> w.startsWith("--from"))) {
+                continue; // from another stage, not from the build context
+            }
+            String destination = words.remove(words.size() - 1);
+            for (String source : words) {
+                List<Path> matches = glob(context, source);
+                if (matches.isEmpty()) {
+                    problems.add("line " + copy.line() + ": COPY source " + source + " does not exist in the build context after `package`");
+                }
+                for (Path match : matches) {
+                    Path relative = context.resolve(FAST_JAR).normalize().relativize(match.normalize());
+                    copied.add(relative.toString());
+                    copyDestinations.put(relative.getFileName().toString(), destination);
+                }
+            }
+            Matcher chown = Pattern.compile("--chown=(\\S+)").matcher(copy.arguments());
+            if (chown.find() && !chown.group(1).split(":")[0].equals(lastArgument(instructions, "USER"))) {
+                problems.add("line " + copy.line() + ": files are owned by " + chown.group(1) + ", the process runs as " + lastArgument(instructions, "USER"));
+            }
+        }
+        for (String part : FAST_JAR_PARTS) {
+            if (!copied.contains(part)) {
+                problems.add("the image does not carry " + part + " of " + FAST_JAR + " (fast-jar layout: lib/, *.jar, app/, quarkus/)");
+            }
+        }
+
+        String user = lastArgument(instructions, "USER");
+        if (user == null || !user.matches("\\d+(:\\d+)?")) {
+            problems.add("USER must be numeric (uid[:gid]) so that Kubernetes can verify runAsNonRoot, is " + user);
+        } else if (Integer.parseInt(user.split(":")[0]) == 0) {
+            problems.add("USER must not be root (uid 0)");
+        }
+
+        List<String> exposed = instructions.stream().filter(i -> i.keyword().equals("EXPOSE"))
+                .flatMap(i -> Stream.of(i.arguments().split("\\s+"))).map(p -> p.replace("/tcp", "")).toList();
+        if (!exposed.equals(List.of(Integer.toString(httpPort)))) {
+            problems.add("EXPOSE " + exposed + " must be exactly quarkus.http.port " + httpPort);
+        }
+
+        Map<String, String> env = new LinkedHashMap<>();
+        instructions.stream().filter(i -> i.keyword().equals("ENV")).forEach(i -> {
+            Matcher m = Pattern.compile("(\\w+)=(\"[^\"]*\"|'[^']*'|\\S+)").matcher(i.arguments());
+            while (m.find()) {
+                env.put(m.group(1), m.group(2).replaceAll("^[\"']|[\"']$", ""));
+            }
+        });
+        String appJar = env.getOrDefault("JAVA_APP_JAR", "");
+        String jarName = Path.of(appJar.isEmpty() ? "missing" : appJar).getFileName().toString();
+        String jarDirectory = appJar.isEmpty() ? "" : appJar.substring(0, appJar.lastIndexOf('/') + 1);
+        if (!jarDirectory.equals(copyDestinations.get(jarName))) {
+            problems.add("JAVA_APP_JAR " + appJar + " is not where COPY puts " + jarName + " (" + copyDestinations.get(jarName) + ")");
+        }
+        if (!env.getOrDefault("JAVA_OPTS_APPEND", "").contains("-Dquarkus.http.host=0.0.0.0")) {
+            problems.add("JAVA_OPTS_APPEND must make Quarkus listen on 0.0.0.0 inside the container");
+        }
+        return problems;
+    }
+
+    record Instruction(int line, String keyword, String arguments) {
+    }
+
+    /** Instructions with continuation lines joined and comments dropped. */
+    static List<Instruction> instructions(String dockerfile) {
+        List<Instruction> instructions = new ArrayList<>();
+        String[] lines = dockerfile.split("\n", -1);
+        StringBuilder current = new StringBuilder();
+        int start = 0;
+        for (int n = 0; n < lines.length; n++) {
+            String line = lines[n].strip();
+            if (current.isEmpty() && (line.isEmpty() || line.startsWith("#"))) {
+                continue;
+            }
+            if (current.isEmpty()) {
+                start = n + 1;
+            }
+            if (line.startsWith("#")) {
+                continue;
+            }
+            if (line.endsWith("\\")) {
+                current.append(line, 0, line.length() - 1).append(' ');
+                continue;
+            }
+            current.append(line);
+            String[] parts = current.toString().strip().split("\\s+", 2);
+            instructions.add(new Instruction(start, parts[0].toUpperCase(), parts.length > 1 ? parts[1] : ""));
+            current.setLength(0);
+        }
+        return instructions;
+    }
+
+    private static String lastArgument(List<Instruction> instructions, String keyword) {
+        String value = null;
+        for (Instruction i : instructions) {
+            if (i.keyword().equals(keyword)) {
+                value = i.arguments().strip();
+            }
+        }
+        return value;
+    }
+
+    /** The files a COPY source names: a path, or a glob in its last segment ({@code target/quarkus-app/*.jar}). */
+    static List<Path> glob(Path context, String source) {
+        Path path = context.resolve(source.replaceAll("/+$", ""));
+        String last = path.getFileName().toString();
+        if (!last.contains("*") && !last.contains("?")) {
+            return Files.exists(path) ? List.of(path) : List.of();
+        }
+        Path directory = path.getParent();
+        if (!Files.isDirectory(directory)) {
+            return List.of();
+        }
+        PathMatcher matcher = FileSystems.getDefault().getPathMatcher("glob:" + last);
+        try (Stream<Path> children = Files.list(directory)) {
+            return children.filter(c -> matcher.matches(c.getFileName())).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

@@ -1,0 +1,71 @@
+package dev.chargeonce.replica;
+
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.testing.PostgresAndSandbox;
+import io.agroal.api.AgroalDataSource;
+import io.quarkus.agroal.DataSource;
+import io.quarkus.test.common.TestResourceScope;
+import io.quarkus.test.common.WithTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import jakarta.inject.Inject;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
+import java.lang.reflect.Parameter;
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The default: no replica configured. The named data source is inactive, nothing connects to it, every read uses
+ * the primary and no lag is exported. And, checked here because it holds whatever is configured: the idempotency
+ * path can only ever be handed the default data source.
+ */
+@QuarkusTest
+@WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
+class WithoutReplicaTest {
+
+    @Inject
+    ReadSource reads;
+
+    @Inject
+    IdempotencyStore store;
+
+    @Inject
+    AgroalDataSource primary;
+
+    @Test
+    void withoutAReplicaEveryReadUsesThePrimaryAndNoLagIsExported() {
+        assertFalse(reads.replicaConfigured());
+        assertTrue(reads.onReplica(source -> "read").isEmpty(), "there is no replica to run a read on");
+        assertSame(primary, reads.primary());
+        String metrics = given().when().get("/q/metrics").then().statusCode(200).extract().asString();
+        assertFalse(metrics.contains("chargeonce_replica_lag"), "no replica, no lag gauge");
+    }
+
+    @Test
+    void theIdempotencyPathCanOnlyBeGivenTheDefaultDataSource() {
+        // Its constructors take no qualified data source, no ReadSource and no dynamic lookup of beans (ArC may add
+        // a no-argument one for its client proxy) ...
+        for (Constructor<?> constructor : IdempotencyStore.class.getDeclaredConstructors()) {
+            for (Parameter p : constructor.getParameters()) {
+                assertFalse(p.isAnnotationPresent(DataSource.class), "IdempotencyStore asks for a named data source: " + p);
+                assertFalse(p.getType() == ReadSource.class || jakarta.enterprise.inject.Instance.class.isAssignableFrom(p.getType()),
+                        "IdempotencyStore could reach the replica through " + p);
+            }
+        }
+        // ... it keeps nothing that could lead to another data source ...
+        for (Field f : IdempotencyStore.class.getDeclaredFields()) {
+            assertFalse(f.getType() == ReadSource.class || jakarta.enterprise.inject.Instance.class.isAssignableFrom(f.getType()),
+                    "IdempotencyStore holds " + f);
+        }
+        assertEquals(1, Arrays.stream(IdempotencyStore.class.getDeclaredFields())
+                .filter(f -> javax.sql.DataSource.class.isAssignableFrom(f.getType())).count(), "one data source field");
+        // ... and the one it was given is the default (primary) data source.
+        assertSame(primary, store.primary());
+    }
+}
