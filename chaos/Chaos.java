@@ -78,6 +78,8 @@ public class Chaos {
     static final Set<Process> CHILDREN = ConcurrentHashMap.newKeySet();
     static Path work;
     static Path results;
+    /** Set on the way out: no process is started any more (a restart in flight must not outlive the harness). */
+    static volatile boolean stopping;
 
     public static void main(String[] args) throws Exception {
         for (int i = 0; i + 1 < args.length; i += 2) {
@@ -86,7 +88,10 @@ public class Chaos {
         work = Path.of(opt("work", "/tmp"));
         results = Path.of(opt("results", work.toString()));
         Files.createDirectories(results.resolve("logs"));
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> CHILDREN.forEach(Process::destroyForcibly)));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping = true;
+            CHILDREN.forEach(Process::destroyForcibly);
+        }));
 
         long duration = seconds(opt("duration", "180s"));
         long naiveDuration = seconds(opt("naive-duration", opt("duration", "180s")));
@@ -163,6 +168,10 @@ public class Chaos {
     }
 
     static synchronized void recordChild(Process p) {
+        if (stopping) {
+            p.destroyForcibly();
+            throw new IllegalStateException("the harness is stopping");
+        }
         CHILDREN.add(p);
         try {
             Files.writeString(work.resolve("children.pids"), p.pid() + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
@@ -440,6 +449,19 @@ public class Chaos {
             }
         }
 
+        static Answer get(URI uri, String apiKey, Duration timeout) {
+            try {
+                HttpResponse<String> r = CLIENT.send(HttpRequest.newBuilder(uri).timeout(timeout)
+                        .header("Authorization", "Bearer " + apiKey).GET().build(), HttpResponse.BodyHandlers.ofString());
+                return new Answer(r.statusCode(), r.body(), false, null);
+            } catch (IOException e) {
+                return new Answer(-1, e.getClass().getSimpleName(), false, null);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return new Answer(-1, "interrupted", false, null);
+            }
+        }
+
         static String call(String method, URI uri) throws IOException {
             try {
                 HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30));
@@ -527,6 +549,8 @@ public class Chaos {
         final AtomicReference<Answer> firstFinal = new AtomicReference<>();
         final List<Answer> finals = Collections.synchronizedList(new ArrayList<>());
         final List<Answer> conflictAnswers = Collections.synchronizedList(new ArrayList<>());
+        /** GET /v1/charges/{id} asked right after the 201 (read-your-writes, through the replica when configured). */
+        final List<Answer> readsAfterSuccess = Collections.synchronizedList(new ArrayList<>());
         final AtomicInteger requests = new AtomicInteger();
         volatile boolean duplicatedConcurrently;
 
@@ -636,7 +660,8 @@ public class Chaos {
                     throw new IllegalStateException(instance.name() + " did not start; see " + results.resolve("logs"));
                 }
             }
-            log(n + " instances up" + (replicaForThis ? ", lookups on the lagging replica" : ""));
+            log(n + " instances up" + (!replicaForThis ? "" : variant == Variant.NAIVE ? ", key lookups on the lagging replica"
+                    : ", replica datasource configured (GETs; the idempotency path stays on the primary)"));
 
             long start = System.currentTimeMillis();
             endAt = start + durationSeconds * 1000;
@@ -795,6 +820,10 @@ public class Chaos {
                 if (p.firstFinal.get() == null) {
                     continue; // the final round asks again
                 }
+                Answer first = p.firstFinal.get();
+                if (variant == Variant.CHARGEONCE && first.status() == 201 && r.nextInt(100) < 20) {
+                    readAfterSuccess(p, first, r);
+                }
                 if (r.nextInt(100) < 20) {
                     Answer replay = send(p, p.body, r, Duration.ofSeconds(5));
                     p.record(replay);
@@ -810,6 +839,22 @@ public class Chaos {
                         sleep(200);
                     }
                 }
+            }
+        }
+
+        /** A GET of the charge right after its 201, on any instance: must never be 404 (read-your-writes). */
+        void readAfterSuccess(Payment p, Answer created, SplittableRandom r) {
+            String chargeId = Json.field(created.body(), "id");
+            for (int i = 0; i < 5; i++) {
+                Instance instance = anyInstance(r);
+                Answer a = Http.get(URI.create("http://127.0.0.1:" + instance.port + "/v1/charges/" + chargeId), p.apiKey,
+                        Duration.ofSeconds(5));
+                tally.count(a);
+                if (a.status() == 200 || a.status() == 404) {
+                    p.readsAfterSuccess.add(a);
+                    return;
+                }
+                sleep(200);
             }
         }
 
@@ -964,6 +1009,7 @@ public class Chaos {
         long duplicatePayments, doubleCharged, extraIntents;
         long toldSucceededStripeHasNot, chargedButNotToldSucceeded, rowDisagreesWithStripe, orphanIntents;
         long replayMismatches, rowAnswerMismatches, conflictsSent, conflictsRefused, conflictsCharged, unexpectedFinal;
+        long readsAfterSuccess, readsNotFound, readsDiffering;
         /** Evidence by kind, most serious kinds first, at most 50 examples of each. */
         final Map<String, List<String>> evidence = new LinkedHashMap<>();
 
@@ -974,7 +1020,7 @@ public class Chaos {
         long violations() {
             return duplicatePayments + doubleCharged + toldSucceededStripeHasNot + chargedButNotToldSucceeded
                     + rowDisagreesWithStripe + orphanIntents + rowsNotTerminal + replayMismatches + rowAnswerMismatches
-                    + conflictsCharged + neverFinal + unexpectedFinal;
+                    + conflictsCharged + neverFinal + unexpectedFinal + readsNotFound + readsDiffering;
         }
 
         static Connection connect(Variant variant) throws SQLException {
@@ -992,7 +1038,8 @@ public class Chaos {
         String evidenceText() {
             StringBuilder out = new StringBuilder();
             for (String kind : List.of("DUPLICATE", "LOSS", "CHARGED BUT TOLD OTHERWISE", "ROW/STRIPE DISAGREE",
-                    "REPLAY DIFFERS", "ROW HOLDS ANOTHER ANSWER", "KEY REUSE ACCEPTED", "NO FINAL ANSWER",
+                    "REPLAY DIFFERS", "ROW HOLDS ANOTHER ANSWER", "KEY REUSE ACCEPTED",
+                    "READ AFTER SUCCESS NOT FOUND", "READ AFTER SUCCESS DIFFERS", "NO FINAL ANSWER",
                     "ROW NOT TERMINAL", "UNEXPECTED FINAL ANSWER", "ORPHAN PAYMENTINTENT")) {
                 List<String> examples = evidence.get(kind);
                 if (examples != null) {
@@ -1125,6 +1172,17 @@ public class Chaos {
                         a.note("ROW/STRIPE DISAGREE", where + " row says " + row.paymentIntentId() + ", Stripe has " + pis);
                     }
                 }
+                for (Answer read : List.copyOf(p.readsAfterSuccess)) {
+                    a.readsAfterSuccess++;
+                    if (read.status() == 404) {
+                        a.readsNotFound++;
+                        a.note("READ AFTER SUCCESS NOT FOUND", where + ": GET after " + first.describe() + " answered " + read.describe());
+                    } else if (!java.util.Objects.equals(Json.field(read.body(), "payment_intent"), Json.field(first.body(), "payment_intent"))
+                            || !"succeeded".equals(Json.field(read.body(), "status"))) {
+                        a.readsDiffering++;
+                        a.note("READ AFTER SUCCESS DIFFERS", where + ": POST " + first.describe() + " / GET " + read.describe());
+                    }
+                }
                 if (!p.conflictAnswers.isEmpty()) {
                     a.conflictsSent++;
                     for (Answer c : p.conflictAnswers) {
@@ -1174,6 +1232,8 @@ public class Chaos {
             metrics.put("key reused with another body: sent / 422 / accepted", x -> x.conflictsSent + " / " + x.conflictsRefused
                     + " / " + x.conflictsCharged);
             metrics.put("unexpected final answers", x -> x.unexpectedFinal);
+            metrics.put("GET right after 201: asked / 404 / other payment", x -> x.readsAfterSuccess == 0 ? "– (not asked)"
+                    : x.readsAfterSuccess + " / " + x.readsNotFound + " / " + x.readsDiffering);
             metrics.put("**verdict**", x -> x.violations() == 0 ? "no duplicate, no loss" : x.violations() + " violations");
             StringBuilder out = new StringBuilder("| | ");
             for (Audit a : audits) {
