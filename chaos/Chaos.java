@@ -1208,7 +1208,7 @@ public class Chaos {
             metrics.put("requests sent", x -> x.tally.requests.get());
             metrics.put("answers 201 / 402 / 409 / 422 / 503", x -> x.tally.of(201) + " / " + x.tally.of(402) + " / "
                     + x.tally.of(409) + " / " + x.tally.of(422) + " / " + x.tally.of(503));
-            metrics.put("answers lost (timeout, connection) / other", x -> x.tally.of(-1) + " / " + x.tally.other());
+            metrics.put("answers lost (timeout, connection) / other (GETs: 200)", x -> x.tally.of(-1) + " / " + x.tally.other());
             metrics.put("faults: kill -9 / SIGTERM / DB cuts", x -> x.faults.of("kill_9") + " / " + x.faults.of("sigterm")
                     + " / " + x.faults.of("db_cut"));
             metrics.put("faults: Stripe latency spikes / 500 before / 500 after / drops / 429",
