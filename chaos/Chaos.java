@@ -159,12 +159,35 @@ public class Chaos {
         return "acme:" + sha256(ACME_KEY) + ",globex:" + sha256(GLOBEX_KEY);
     }
 
+    static final Set<Integer> PORTS_TAKEN = ConcurrentHashMap.newKeySet();
+
+    /**
+     * A free port below the kernel's ephemeral range, so that an instance can bind it again when it restarts (a port
+     * in the ephemeral range may meanwhile be the local end of some outgoing connection).
+     */
     static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
+        int ephemeralLow = 32768;
+        try {
+            ephemeralLow = Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+        } catch (IOException | RuntimeException e) {
+            // keep the usual default
         }
+        int low = Math.max(1024, Math.min(20_000, ephemeralLow - 2_000));
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int i = 0; i < 500; i++) {
+            int port = low + random.nextInt(ephemeralLow - low);
+            if (PORTS_TAKEN.contains(port)) {
+                continue;
+            }
+            try (ServerSocket s = new ServerSocket()) {
+                s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1);
+                PORTS_TAKEN.add(port);
+                return port;
+            } catch (IOException e) {
+                // taken: try another
+            }
+        }
+        throw new IllegalStateException("no free port below " + ephemeralLow);
     }
 
     static synchronized void recordChild(Process p) {
