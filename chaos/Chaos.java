@@ -168,9 +168,14 @@ public class Chaos {
     static int freePort() {
         int ephemeralLow = 32768;
         try {
-            ephemeralLow = Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+            // Not Files.readString: it trusts the size /proc reports and returns a truncated text.
+            ephemeralLow = Integer.parseInt(Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).get(0)
+                    .trim().split("\\s+")[0]);
         } catch (IOException | RuntimeException e) {
             // keep the usual default
+        }
+        if (ephemeralLow < 10_000) {
+            ephemeralLow = 32768;
         }
         int low = Math.max(1024, Math.min(20_000, ephemeralLow - 2_000));
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
