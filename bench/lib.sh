@@ -50,12 +50,15 @@ need_wrk() {
   command -v wrk >/dev/null 2>&1 || apt_install wrk
 }
 
-# A free TCP port on 127.0.0.1 that none of ours took yet.
+# A free TCP port on 127.0.0.1 that none of ours took yet, below the kernel's ephemeral range: a port in that range
+# can be taken at any moment as the local end of some outgoing connection, and then a server cannot bind it.
 TAKEN_PORTS=" "
+EPHEMERAL_LOW=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 free_port() {
-  local port
+  local port low=20000
+  [ "$EPHEMERAL_LOW" -gt $(( low + 2000 )) ] || low=$(( EPHEMERAL_LOW - 2000 ))
   for _ in $(seq 1 200); do
-    port=$(( (RANDOM % 25000) + 30000 ))
+    port=$(( low + RANDOM % (EPHEMERAL_LOW - low) ))
     case "$TAKEN_PORTS" in *" $port "*) continue ;; esac
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       TAKEN_PORTS="$TAKEN_PORTS$port "

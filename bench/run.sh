@@ -4,7 +4,7 @@
 #   bench/run.sh [--duration 10s] [--with-10m] [--quick] [--out DIR]
 #
 #   --duration D   length of each measurement (default 10s; the whole default run takes about 10 minutes)
-#   --with-10m     growth scenario also at 10 million rows (adds about 10-15 minutes of bulk loading)
+#   --with-10m     growth scenario also at 10 million rows (adds about 6 minutes: an 8 GB bulk load)
 #   --quick        smoke run: 3 s per measurement, growth up to 100k rows only
 #   --out DIR      where raw results and report.md go (default bench/results/<timestamp>)
 #

@@ -78,6 +78,8 @@ public class Chaos {
     static final Set<Process> CHILDREN = ConcurrentHashMap.newKeySet();
     static Path work;
     static Path results;
+    /** Set on the way out: no process is started any more (a restart in flight must not outlive the harness). */
+    static volatile boolean stopping;
 
     public static void main(String[] args) throws Exception {
         for (int i = 0; i + 1 < args.length; i += 2) {
@@ -86,7 +88,10 @@ public class Chaos {
         work = Path.of(opt("work", "/tmp"));
         results = Path.of(opt("results", work.toString()));
         Files.createDirectories(results.resolve("logs"));
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> CHILDREN.forEach(Process::destroyForcibly)));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping = true;
+            CHILDREN.forEach(Process::destroyForcibly);
+        }));
 
         long duration = seconds(opt("duration", "180s"));
         long naiveDuration = seconds(opt("naive-duration", opt("duration", "180s")));
@@ -154,15 +159,42 @@ public class Chaos {
         return "acme:" + sha256(ACME_KEY) + ",globex:" + sha256(GLOBEX_KEY);
     }
 
+    static final Set<Integer> PORTS_TAKEN = ConcurrentHashMap.newKeySet();
+
+    /**
+     * A free port below the kernel's ephemeral range, so that an instance can bind it again when it restarts (a port
+     * in the ephemeral range may meanwhile be the local end of some outgoing connection).
+     */
     static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
+        int ephemeralLow = 32768;
+        try {
+            ephemeralLow = Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+        } catch (IOException | RuntimeException e) {
+            // keep the usual default
         }
+        int low = Math.max(1024, Math.min(20_000, ephemeralLow - 2_000));
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int i = 0; i < 500; i++) {
+            int port = low + random.nextInt(ephemeralLow - low);
+            if (PORTS_TAKEN.contains(port)) {
+                continue;
+            }
+            try (ServerSocket s = new ServerSocket()) {
+                s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1);
+                PORTS_TAKEN.add(port);
+                return port;
+            } catch (IOException e) {
+                // taken: try another
+            }
+        }
+        throw new IllegalStateException("no free port below " + ephemeralLow);
     }
 
     static synchronized void recordChild(Process p) {
+        if (stopping) {
+            p.destroyForcibly();
+            throw new IllegalStateException("the harness is stopping");
+        }
         CHILDREN.add(p);
         try {
             Files.writeString(work.resolve("children.pids"), p.pid() + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
@@ -440,6 +472,19 @@ public class Chaos {
             }
         }
 
+        static Answer get(URI uri, String apiKey, Duration timeout) {
+            try {
+                HttpResponse<String> r = CLIENT.send(HttpRequest.newBuilder(uri).timeout(timeout)
+                        .header("Authorization", "Bearer " + apiKey).GET().build(), HttpResponse.BodyHandlers.ofString());
+                return new Answer(r.statusCode(), r.body(), false, null);
+            } catch (IOException e) {
+                return new Answer(-1, e.getClass().getSimpleName(), false, null);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return new Answer(-1, "interrupted", false, null);
+            }
+        }
+
         static String call(String method, URI uri) throws IOException {
             try {
                 HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30));
@@ -527,6 +572,8 @@ public class Chaos {
         final AtomicReference<Answer> firstFinal = new AtomicReference<>();
         final List<Answer> finals = Collections.synchronizedList(new ArrayList<>());
         final List<Answer> conflictAnswers = Collections.synchronizedList(new ArrayList<>());
+        /** GET /v1/charges/{id} asked right after the 201 (read-your-writes, through the replica when configured). */
+        final List<Answer> readsAfterSuccess = Collections.synchronizedList(new ArrayList<>());
         final AtomicInteger requests = new AtomicInteger();
         volatile boolean duplicatedConcurrently;
 
@@ -636,7 +683,8 @@ public class Chaos {
                     throw new IllegalStateException(instance.name() + " did not start; see " + results.resolve("logs"));
                 }
             }
-            log(n + " instances up" + (replicaForThis ? ", lookups on the lagging replica" : ""));
+            log(n + " instances up" + (!replicaForThis ? "" : variant == Variant.NAIVE ? ", key lookups on the lagging replica"
+                    : ", replica datasource configured (GETs; the idempotency path stays on the primary)"));
 
             long start = System.currentTimeMillis();
             endAt = start + durationSeconds * 1000;
@@ -795,6 +843,10 @@ public class Chaos {
                 if (p.firstFinal.get() == null) {
                     continue; // the final round asks again
                 }
+                Answer first = p.firstFinal.get();
+                if (variant == Variant.CHARGEONCE && first.status() == 201 && r.nextInt(100) < 20) {
+                    readAfterSuccess(p, first, r);
+                }
                 if (r.nextInt(100) < 20) {
                     Answer replay = send(p, p.body, r, Duration.ofSeconds(5));
                     p.record(replay);
@@ -810,6 +862,22 @@ public class Chaos {
                         sleep(200);
                     }
                 }
+            }
+        }
+
+        /** A GET of the charge right after its 201, on any instance: must never be 404 (read-your-writes). */
+        void readAfterSuccess(Payment p, Answer created, SplittableRandom r) {
+            String chargeId = Json.field(created.body(), "id");
+            for (int i = 0; i < 5; i++) {
+                Instance instance = anyInstance(r);
+                Answer a = Http.get(URI.create("http://127.0.0.1:" + instance.port + "/v1/charges/" + chargeId), p.apiKey,
+                        Duration.ofSeconds(5));
+                tally.count(a);
+                if (a.status() == 200 || a.status() == 404) {
+                    p.readsAfterSuccess.add(a);
+                    return;
+                }
+                sleep(200);
             }
         }
 
@@ -964,6 +1032,7 @@ public class Chaos {
         long duplicatePayments, doubleCharged, extraIntents;
         long toldSucceededStripeHasNot, chargedButNotToldSucceeded, rowDisagreesWithStripe, orphanIntents;
         long replayMismatches, rowAnswerMismatches, conflictsSent, conflictsRefused, conflictsCharged, unexpectedFinal;
+        long readsAfterSuccess, readsNotFound, readsDiffering;
         /** Evidence by kind, most serious kinds first, at most 50 examples of each. */
         final Map<String, List<String>> evidence = new LinkedHashMap<>();
 
@@ -974,7 +1043,7 @@ public class Chaos {
         long violations() {
             return duplicatePayments + doubleCharged + toldSucceededStripeHasNot + chargedButNotToldSucceeded
                     + rowDisagreesWithStripe + orphanIntents + rowsNotTerminal + replayMismatches + rowAnswerMismatches
-                    + conflictsCharged + neverFinal + unexpectedFinal;
+                    + conflictsCharged + neverFinal + unexpectedFinal + readsNotFound + readsDiffering;
         }
 
         static Connection connect(Variant variant) throws SQLException {
@@ -992,7 +1061,8 @@ public class Chaos {
         String evidenceText() {
             StringBuilder out = new StringBuilder();
             for (String kind : List.of("DUPLICATE", "LOSS", "CHARGED BUT TOLD OTHERWISE", "ROW/STRIPE DISAGREE",
-                    "REPLAY DIFFERS", "ROW HOLDS ANOTHER ANSWER", "KEY REUSE ACCEPTED", "NO FINAL ANSWER",
+                    "REPLAY DIFFERS", "ROW HOLDS ANOTHER ANSWER", "KEY REUSE ACCEPTED",
+                    "READ AFTER SUCCESS NOT FOUND", "READ AFTER SUCCESS DIFFERS", "NO FINAL ANSWER",
                     "ROW NOT TERMINAL", "UNEXPECTED FINAL ANSWER", "ORPHAN PAYMENTINTENT")) {
                 List<String> examples = evidence.get(kind);
                 if (examples != null) {
@@ -1125,6 +1195,17 @@ public class Chaos {
                         a.note("ROW/STRIPE DISAGREE", where + " row says " + row.paymentIntentId() + ", Stripe has " + pis);
                     }
                 }
+                for (Answer read : List.copyOf(p.readsAfterSuccess)) {
+                    a.readsAfterSuccess++;
+                    if (read.status() == 404) {
+                        a.readsNotFound++;
+                        a.note("READ AFTER SUCCESS NOT FOUND", where + ": GET after " + first.describe() + " answered " + read.describe());
+                    } else if (!java.util.Objects.equals(Json.field(read.body(), "payment_intent"), Json.field(first.body(), "payment_intent"))
+                            || !"succeeded".equals(Json.field(read.body(), "status"))) {
+                        a.readsDiffering++;
+                        a.note("READ AFTER SUCCESS DIFFERS", where + ": POST " + first.describe() + " / GET " + read.describe());
+                    }
+                }
                 if (!p.conflictAnswers.isEmpty()) {
                     a.conflictsSent++;
                     for (Answer c : p.conflictAnswers) {
@@ -1150,7 +1231,7 @@ public class Chaos {
             metrics.put("requests sent", x -> x.tally.requests.get());
             metrics.put("answers 201 / 402 / 409 / 422 / 503", x -> x.tally.of(201) + " / " + x.tally.of(402) + " / "
                     + x.tally.of(409) + " / " + x.tally.of(422) + " / " + x.tally.of(503));
-            metrics.put("answers lost (timeout, connection) / other", x -> x.tally.of(-1) + " / " + x.tally.other());
+            metrics.put("answers lost (timeout, connection) / other (GETs: 200)", x -> x.tally.of(-1) + " / " + x.tally.other());
             metrics.put("faults: kill -9 / SIGTERM / DB cuts", x -> x.faults.of("kill_9") + " / " + x.faults.of("sigterm")
                     + " / " + x.faults.of("db_cut"));
             metrics.put("faults: Stripe latency spikes / 500 before / 500 after / drops / 429",
@@ -1174,6 +1255,8 @@ public class Chaos {
             metrics.put("key reused with another body: sent / 422 / accepted", x -> x.conflictsSent + " / " + x.conflictsRefused
                     + " / " + x.conflictsCharged);
             metrics.put("unexpected final answers", x -> x.unexpectedFinal);
+            metrics.put("GET right after 201: asked / 404 / other payment", x -> x.readsAfterSuccess == 0 ? "– (not asked)"
+                    : x.readsAfterSuccess + " / " + x.readsNotFound + " / " + x.readsDiffering);
             metrics.put("**verdict**", x -> x.violations() == 0 ? "no duplicate, no loss" : x.violations() + " violations");
             StringBuilder out = new StringBuilder("| | ");
             for (Audit a : audits) {

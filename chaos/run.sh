@@ -82,6 +82,11 @@ if grep -q '^quarkus\.datasource\.replica\.' src/main/resources/application.prop
 fi
 log "service uses the replica datasource: $SERVICE_REPLICA"
 
+# The harness runs in the background so that a SIGINT/SIGTERM to this script reaches it at once (bash defers traps
+# while a foreground child runs); it kills its own children on the way out, then the EXIT trap cleans up the rest.
+HARNESS_PID=""
+stop_harness() { [ -n "$HARNESS_PID" ] && kill -TERM "$HARNESS_PID" 2>/dev/null; wait "$HARNESS_PID" 2>/dev/null; exit 130; }
+trap stop_harness INT TERM
 set +e
 java -cp "$WORK_DIR/classes:$PGJDBC" Chaos \
   --work "$WORK_DIR" --results "$RESULTS" --java "$JAVA_HOME/bin/java" \
@@ -89,8 +94,11 @@ java -cp "$WORK_DIR/classes:$PGJDBC" Chaos \
   --pg-port "$PG_PORT" --replica-port "$REPLICA_PORT" --replica-delay-ms "$REPLICA_DELAY_MS" \
   --service-replica "$SERVICE_REPLICA" --duration "$DURATION" --naive-duration "$NAIVE_DURATION" \
   --instances "$INSTANCES" --clients "$CLIENTS" --seed "$SEED" --skip-naive "$([ "$NAIVE" = 1 ] && echo false || echo true)" \
-  --require-naive-duplicates "$REQUIRE_NAIVE" --lookup-skew "$LOOKUP_SKEW"
+  --require-naive-duplicates "$REQUIRE_NAIVE" --lookup-skew "$LOOKUP_SKEW" &
+HARNESS_PID=$!
+wait "$HARNESS_PID"
 status=$?
+HARNESS_PID=""
 set -e
 log "results, process logs and audit evidence: $RESULTS"
 exit $status
