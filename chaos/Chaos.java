@@ -167,8 +167,13 @@ public class Chaos {
      */
     static int freePort() {
         int ephemeralLow = 32768;
-        try {
-            ephemeralLow = Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+        // Read the procfs file as a stream: Files.readString trusts its reported size and can return a truncated value.
+        try (java.io.BufferedReader in = Files.newBufferedReader(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))) {
+            String line = in.readLine();
+            int parsed = Integer.parseInt(line.trim().split("\\s+")[0]);
+            if (parsed > 4_096) {
+                ephemeralLow = parsed;
+            }
         } catch (IOException | RuntimeException e) {
             // keep the usual default
         }
