@@ -167,15 +167,15 @@ public class Chaos {
      */
     static int freePort() {
         int ephemeralLow = 32768;
-        try {
-            // Not Files.readString: it trusts the size /proc reports and returns a truncated text.
-            ephemeralLow = Integer.parseInt(Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).get(0)
-                    .trim().split("\\s+")[0]);
+        // Read the procfs file as a stream: Files.readString trusts its reported size and can return a truncated value.
+        try (java.io.BufferedReader in = Files.newBufferedReader(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))) {
+            String line = in.readLine();
+            int parsed = Integer.parseInt(line.trim().split("\\s+")[0]);
+            if (parsed > 4_096) {
+                ephemeralLow = parsed;
+            }
         } catch (IOException | RuntimeException e) {
             // keep the usual default
-        }
-        if (ephemeralLow < 10_000) {
-            ephemeralLow = 32768;
         }
         int low = Math.max(1024, Math.min(20_000, ephemeralLow - 2_000));
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();

@@ -19,7 +19,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -70,7 +69,8 @@ public final class StripeSandbox implements AutoCloseable {
     private final ExecutorService connections = Executors.newVirtualThreadPerTaskExecutor();
     private final Map<String, StoredAnswer> idempotency = new ConcurrentHashMap<>();
     private final Map<String, PaymentIntent> intents = new ConcurrentHashMap<>();
-    private final List<PaymentIntent> ledger = new CopyOnWriteArrayList<>();
+    /** Append-only; read by copying under its lock (a copy-on-write list would copy on every create). */
+    private final List<PaymentIntent> ledger = java.util.Collections.synchronizedList(new ArrayList<>());
     private final AtomicLong createRequests = new AtomicLong();
     private final AtomicLong apiRequests = new AtomicLong();
     private final AtomicInteger failBefore = new AtomicInteger();
@@ -136,12 +136,14 @@ public final class StripeSandbox implements AutoCloseable {
     }
 
     public List<PaymentIntent> ledger() {
-        return List.copyOf(ledger);
+        synchronized (ledger) {
+            return List.copyOf(ledger);
+        }
     }
 
     /** PaymentIntents whose metadata names the given chargeonce charge id. */
     public List<PaymentIntent> intentsForCharge(String chargeId) {
-        return ledger.stream().filter(pi -> chargeId.equals(pi.metadata().get("chargeonce_charge_id"))).toList();
+        return ledger().stream().filter(pi -> chargeId.equals(pi.metadata().get("chargeonce_charge_id"))).toList();
     }
 
     public long createRequests() {
@@ -206,6 +208,10 @@ public final class StripeSandbox implements AutoCloseable {
                 }
                 int length = Integer.parseInt(headers.getOrDefault("Content-Length", "0"));
                 byte[] body = in.readNBytes(length);
+                if (body.length < length) {
+                    // The client died while sending: like Stripe, never execute a request that did not arrive whole.
+                    return;
+                }
                 String[] parts = requestLine.split(" ");
                 Response response = handle(parts[0], parts[1], headers, new String(body, StandardCharsets.UTF_8));
                 if (response == null) {
@@ -308,7 +314,7 @@ public final class StripeSandbox implements AutoCloseable {
                         + ",\"rate_limit\":" + rateLimit.get() + "}");
             }
             case "/_sandbox/stats" -> {
-                long charged = ledger.stream().filter(PaymentIntent::charged).count();
+                long charged = ledger().stream().filter(PaymentIntent::charged).count();
                 return Response.json(200, "{\"create_requests\":" + createRequests.get() + ",\"api_requests\":" + apiRequests.get()
                         + ",\"payment_intents\":" + ledger.size() + ",\"succeeded\":" + charged + "}");
             }
@@ -438,7 +444,7 @@ public final class StripeSandbox implements AutoCloseable {
         long createdGte = Long.parseLong(query.getOrDefault("created[gte]", "0"));
         long createdLte = Long.parseLong(query.getOrDefault("created[lte]", Long.toString(Long.MAX_VALUE)));
         String startingAfter = query.get("starting_after");
-        List<PaymentIntent> newestFirst = new ArrayList<>(ledger);
+        List<PaymentIntent> newestFirst = new ArrayList<>(ledger());
         newestFirst.sort((a, b) -> Long.compare(b.createdNanos(), a.createdNanos()));
         List<PaymentIntent> page = new ArrayList<>();
         boolean skipping = startingAfter != null;

@@ -41,6 +41,16 @@ class StripeApi {
         }
     }
 
+    /**
+     * Stripe answered 409: a request with this key is still running there (typically the original of a row we
+     * took over). Re-sending later is safe; it says nothing about Stripe's health, so the breaker ignores it.
+     */
+    static final class KeyInUseException extends RuntimeException {
+        KeyInUseException(String message, Throwable cause) {
+            super(message, cause, false, false);
+        }
+    }
+
     /** Stripe answered 5xx; the same key would replay it. */
     static final class ServerErrorException extends RuntimeException {
         ServerErrorException(String message, Throwable cause) {
@@ -56,7 +66,7 @@ class StripeApi {
 
     @Timeout(value = 9, unit = ChronoUnit.SECONDS)
     @Retry(maxRetries = 2, delay = 200, jitter = 150, maxDuration = 25, durationUnit = ChronoUnit.SECONDS,
-            retryOn = {UnreachableException.class, TimeoutException.class})
+            retryOn = {UnreachableException.class, KeyInUseException.class, TimeoutException.class})
     @CircuitBreaker(requestVolumeThreshold = 20, failureRatio = 0.5, delay = CIRCUIT_DELAY_MILLIS, delayUnit = ChronoUnit.MILLIS,
             successThreshold = 2, failOn = {UnreachableException.class, ServerErrorException.class, TimeoutException.class})
     @CircuitBreakerName(StripeApi.CIRCUIT)
@@ -75,7 +85,7 @@ class StripeApi {
         } catch (ApiException e) {
             Integer status = e.getStatusCode();
             if (status != null && status == 409) {
-                throw new UnreachableException("stripe 409 (key in use): " + e.getMessage(), e);
+                throw new KeyInUseException("stripe 409 (key in use): " + e.getMessage(), e);
             }
             throw new ServerErrorException("stripe " + status + ": " + e.getMessage(), e);
         }

@@ -143,7 +143,7 @@ public class StripeGateway {
             return new StripeOutcome.NotSent("circuit open");
         } catch (BulkheadException e) {
             return new StripeOutcome.NotSent("too many concurrent Stripe calls");
-        } catch (StripeApi.UnreachableException | TimeoutException e) {
+        } catch (StripeApi.UnreachableException | StripeApi.KeyInUseException | TimeoutException e) {
             return new StripeOutcome.Unknown(e.getMessage(), false);
         } catch (StripeApi.ServerErrorException e) {
             return new StripeOutcome.Unknown(e.getMessage(), true);
