@@ -142,14 +142,40 @@ public final class ServiceProcess implements AutoCloseable {
         }
     }
 
-    public static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            s.setReuseAddress(true);
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
+    /**
+     * A free loopback port below the kernel's ephemeral range. A port from that range (what {@code new
+     * ServerSocket(0)} hands out) can meanwhile become the local end of an outgoing connection, even one of the
+     * service's own JDBC connections, and then the service, or its restart after {@code kill -9}, cannot bind it.
+     */
+    public static synchronized int freePort() {
+        int ephemeralLow = 32768;
+        try (java.io.BufferedReader in = java.nio.file.Files.newBufferedReader(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))) {
+            int parsed = Integer.parseInt(in.readLine().trim().split("\\s+")[0]);
+            if (parsed > 4_096) {
+                ephemeralLow = parsed;
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux, or unreadable: keep the usual default
         }
+        int low = Math.max(1024, Math.min(20_000, ephemeralLow - 2_000));
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 500; attempt++) {
+            int port = low + random.nextInt(ephemeralLow - low);
+            if (!HANDED_OUT.add(port)) {
+                continue;
+            }
+            try (ServerSocket s = new ServerSocket()) {
+                s.setReuseAddress(true);
+                s.bind(new java.net.InetSocketAddress("0.0.0.0", port));
+                return port;
+            } catch (IOException e) {
+                // in use: try another
+            }
+        }
+        throw new IllegalStateException("no free port below " + ephemeralLow);
     }
+
+    private static final java.util.Set<Integer> HANDED_OUT = new java.util.HashSet<>();
 
     private static void sleep(long millis) {
         try {
