@@ -2,7 +2,6 @@ package dev.chargeonce.charge;
 
 import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
-import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.idempotency.StoredAnswer;
@@ -12,6 +11,7 @@ import dev.chargeonce.stripe.StripeKeys;
 import dev.chargeonce.stripe.StripeOutcome;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Optional;
 import org.jboss.logging.Logger;
 
@@ -34,14 +34,11 @@ public class ChargeDriver {
     private final IdempotencyStore store;
     private final StripeGateway stripe;
     private final ChargeMetrics metrics;
-    /** A Stripe call never outlives its holder's lease (timeouts and retries fit in it). */
-    private final Duration lease;
 
-    ChargeDriver(IdempotencyStore store, StripeGateway stripe, ChargeMetrics metrics, IdempotencyConfig idempotency) {
+    ChargeDriver(IdempotencyStore store, StripeGateway stripe, ChargeMetrics metrics) {
         this.store = store;
         this.stripe = stripe;
         this.metrics = metrics;
-        this.lease = idempotency.lease();
     }
 
     public ChargeAnswer drive(ClaimedIntent intent) {
@@ -50,10 +47,9 @@ public class ChargeDriver {
         if (intent.mustLookUpBeforeSending()) {
             Optional<StripeOutcome> found;
             try {
-                // Only the current attempt can have created a PaymentIntent: every earlier one was proven empty
-                // before the attempt moved on. Its creation falls within the attempt's send window.
-                found = stripe.findPaymentIntent(intent.id(), intent.stripeKeyFirstSent(),
-                        intent.stripeKeyFirstSent().plus(lease));
+                // Only the current attempt can have created a PaymentIntent (earlier ones were proven empty before the
+                // attempt moved on): from its first send until now, since its key may have been re-sent any time since.
+                found = stripe.findPaymentIntent(intent.id(), intent.stripeKeyFirstSent(), Instant.now());
             } catch (StripeGateway.LookupFailedException e) {
                 LOG.warnf("charge %s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
                 return release(intent, null, ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));

@@ -157,8 +157,8 @@ public class StripeGateway {
     /**
      * Finds the PaymentIntent a charge's current Stripe attempt created, by the metadata every create writes.
      * Listing is strongly consistent at Stripe (search is not), so an empty answer proves that nothing was created.
-     * Only PaymentIntents created in the attempt's send window (widened by the clock skew between us and Stripe)
-     * are listed, so the cost depends on the payment rate over a few minutes, never on history.
+     * Only PaymentIntents created in the attempt's window (from its first send to now, widened by the clock skew
+     * between us and Stripe) are listed: minutes for the usual 5xx-then-retry, never the account's whole history.
      *
      * @throws LookupFailedException when absence cannot be proven
      */

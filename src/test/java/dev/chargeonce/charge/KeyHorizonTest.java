@@ -69,7 +69,7 @@ class KeyHorizonTest {
         String key = UUID.randomUUID().toString();
         String chargeId = insertAbandonedRow(key, "25 hours");
         // The payment the crashed attempt made, a day ago, as Stripe still lists it.
-        createAtStripeDirectly(chargeId);
+        createAtStripeDirectly(chargeId, java.time.Instant.now().minusSeconds(25 * 3600 - 5));
         long creates = stripe.createRequests();
 
         String paymentIntent = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201)
@@ -78,14 +78,36 @@ class KeyHorizonTest {
         assertEquals(stripe.intentsForCharge(chargeId).get(0).get("id").asText(), paymentIntent);
     }
 
+    @Test
+    void aPaymentMadeByALateResendOfTheSameKeyIsFoundBeforeANewKeyIsUsed() throws Exception {
+        SandboxControl stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+        String key = UUID.randomUUID().toString();
+        // First sent two hours ago (lost before reaching Stripe); re-sent with the same key just now, when Stripe
+        // charged and then answered 500. The PaymentIntent is two hours younger than the key's first send.
+        String chargeId = insertAbandonedRow(key, "2 hours", "server_error");
+        createAtStripeDirectly(chargeId, java.time.Instant.now());
+        long creates = stripe.createRequests();
+
+        String paymentIntent = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201)
+                .body("id", equalTo(chargeId)).extract().path("payment_intent");
+        assertEquals(creates, stripe.createRequests(), "found by lookup: no second attempt with a new Stripe key");
+        assertEquals(1, stripe.intentsForCharge(chargeId).size());
+        assertEquals(stripe.intentsForCharge(chargeId).get(0).get("id").asText(), paymentIntent);
+    }
+
     private String insertAbandonedRow(String key, String age) throws Exception {
+        return insertAbandonedRow(key, age, null);
+    }
+
+    private String insertAbandonedRow(String key, String age, String lastStripeError) throws Exception {
         String chargeId = ChargeService.newChargeId();
         String canonical = ChargeRequestParser.parse(ChargeApiTest.VISA.getBytes(StandardCharsets.UTF_8)).canonicalJson();
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
-                                            lease_until, stripe_key_first_sent, created_at)
+                                            lease_until, stripe_key_first_sent, created_at, last_stripe_error)
                 VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - interval '1 hour',
-                        now() - ?::interval, now() - ?::interval)""")) {
+                        now() - ?::interval, now() - ?::interval, ?)""")) {
             ps.setString(1, chargeId);
             ps.setString(2, ACME);
             ps.setString(3, key);
@@ -93,18 +115,18 @@ class KeyHorizonTest {
             ps.setString(5, canonical);
             ps.setString(6, age);
             ps.setString(7, age);
+            ps.setString(8, lastStripeError);
             ps.executeUpdate();
         }
         return chargeId;
     }
 
-    private void createAtStripeDirectly(String chargeId) throws Exception {
+    private void createAtStripeDirectly(String chargeId, java.time.Instant created) throws Exception {
         java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
                 java.net.http.HttpRequest.newBuilder(java.net.URI.create(sandboxBase + "/v1/payment_intents"))
                         .header("Authorization", "Bearer sk_test_sandbox")
                         .header("Content-Type", "application/x-www-form-urlencoded")
-                        // made when the row's Stripe key was first sent, 25 hours ago
-                        .header("Sandbox-Created", Long.toString(java.time.Instant.now().minusSeconds(25 * 3600 - 5).getEpochSecond()))
+                        .header("Sandbox-Created", Long.toString(created.getEpochSecond()))
                         .POST(java.net.http.HttpRequest.BodyPublishers.ofString(
                                 "amount=1000&currency=usd&payment_method=pm_card_visa&confirm=true&metadata[chargeonce_charge_id]="
                                         + chargeId + "&metadata[chargeonce_attempt]=1"))
