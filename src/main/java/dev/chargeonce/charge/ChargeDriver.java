@@ -41,8 +41,13 @@ public class ChargeDriver {
         this.metrics = metrics;
     }
 
+    /** Drives a row taken over by the recovery worker: its request is read back from the row. */
     public ChargeAnswer drive(ClaimedIntent intent) {
-        ChargeRequest request = ChargeRequest.fromCanonicalJson(intent.requestJson());
+        return drive(intent, ChargeRequest.fromCanonicalJson(intent.requestJson()));
+    }
+
+    /** Drives a row claimed for {@code request} (its fingerprint matched the row's, so it is the row's request). */
+    ChargeAnswer drive(ClaimedIntent intent, ChargeRequest request) {
         StripeOutcome outcome;
         if (intent.mustLookUpBeforeSending()) {
             Optional<StripeOutcome> found;

@@ -61,10 +61,10 @@ public class ChargeService {
                 claim = existing.get();
             }
             return switch (claim) {
-                case Claim.Fresh fresh -> driver.drive(fresh.intent());
+                case Claim.Fresh fresh -> driver.drive(fresh.intent(), request);
                 case Claim.TakenOver takenOver -> {
                     metrics.takeover();
-                    yield driver.drive(takenOver.intent());
+                    yield driver.drive(takenOver.intent(), request);
                 }
                 case Claim.Replay replay -> {
                     metrics.replay();
