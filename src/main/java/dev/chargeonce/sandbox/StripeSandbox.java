@@ -41,9 +41,21 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code Idempotent-Replayed: true}; same key and other parameters answer {@code 400 idempotency_error};
  * a key whose first request is still running answers {@code 409}; 429 answers are not stored.
  *
- * <p>Control plane under {@code /_sandbox}: {@code GET ledger}, {@code GET stats}, {@code POST reset},
- * {@code POST faults?latency_ms=&fail_before=&fail_after=&drop_after=&rate_limit=}. The fault counters
- * apply to the next N create requests.
+ * <p>Control plane under {@code /_sandbox}: {@code GET ledger} ({@code ?charge_id=} or {@code ?key=}, the
+ * {@code chargeonce_key} metadata), {@code GET stats}, {@code POST reset},
+ * {@code POST faults?latency_ms=&fail_before=&fail_after=&drop_after=&rate_limit=&list_empty_has_more=&plan=},
+ * {@code POST seed}
+ * (PaymentIntents made behind the service's back: {@code count}, {@code created_from}, {@code created_to},
+ * {@code status}, {@code metadata[...]}) and {@code POST payment_intents/{id}/settle?status=} (a pending payment
+ * reaches its outcome). The fault counters apply to the next N create requests.
+ *
+ * <p>{@code plan} scripts the next create requests one by one, before any counter: a comma-separated list of
+ * {@link Step}s, e.g. {@code plan=slow:3000,edge,ok}. {@code slow:N} executes after N ms whether or not the client
+ * is still waiting (a request keeps running at Stripe after the client gave up); {@code edge} is a 5xx from Stripe's
+ * edge: not JSON, no {@code Request-Id}, nothing executed and nothing stored for the key.
+ *
+ * <p>The payment method {@code pm_sandbox_processing} leaves its PaymentIntent {@code processing} (as a bank debit
+ * does) until it is settled through the control plane.
  */
 public final class StripeSandbox implements AutoCloseable {
 
@@ -57,6 +69,18 @@ public final class StripeSandbox implements AutoCloseable {
     }
 
     private record StoredAnswer(String paramsFingerprint, int status, String body, boolean finished) {
+    }
+
+    /** One scripted create request (see {@code plan}). */
+    public record Step(String kind, long millis) {
+        public static Step parse(String text) {
+            String[] parts = text.trim().split(":", 2);
+            String kind = parts[0];
+            if (!List.of("ok", "slow", "edge", "fail_before", "fail_after", "drop", "rate_limit").contains(kind)) {
+                throw new IllegalArgumentException("unknown plan step " + text);
+            }
+            return new Step(kind, parts.length > 1 ? Long.parseLong(parts[1]) : 0);
+        }
     }
 
     private record Response(int status, String body, Map<String, String> headers) {
@@ -77,7 +101,13 @@ public final class StripeSandbox implements AutoCloseable {
     private final AtomicInteger failAfter = new AtomicInteger();
     private final AtomicInteger dropAfter = new AtomicInteger();
     private final AtomicInteger rateLimit = new AtomicInteger();
+    private final AtomicInteger executing = new AtomicInteger();
+    private final AtomicInteger listEmptyHasMore = new AtomicInteger();
     private volatile long latencyMillis;
+    private final java.util.concurrent.ConcurrentLinkedQueue<Step> plan = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** The ledger sorted as Stripe lists it (newest {@code created} first), rebuilt only after a change. */
+    private volatile List<PaymentIntent> listOrder = List.of();
+    private volatile boolean listOrderStale;
     private final SecureRandom random = new SecureRandom();
     private volatile boolean closed;
 
@@ -135,6 +165,82 @@ public final class StripeSandbox implements AutoCloseable {
         rateLimit.set(count);
     }
 
+    /** Scripts the next create requests, one step each (see the class comment). */
+    public void plan(String... steps) {
+        for (String step : steps) {
+            plan.add(Step.parse(step));
+        }
+    }
+
+    /** Steps of the plan not used yet. */
+    public int planLeft() {
+        return plan.size();
+    }
+
+    /**
+     * Adds {@code count} PaymentIntents that the service did not make (other payments of the same account), created
+     * evenly between the two epoch seconds, with the given status and metadata.
+     */
+    public List<PaymentIntent> seed(int count, long createdFrom, long createdTo, String status, Map<String, String> metadata) {
+        List<PaymentIntent> made = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            long created = count == 1 ? createdTo : createdFrom + (createdTo - createdFrom) * i / (count - 1);
+            Map<String, String> md = new LinkedHashMap<>(metadata);
+            md.putIfAbsent("seeded", Integer.toString(i));
+            PaymentIntent pi = new PaymentIntent("pi_" + randomId(24), 1000, "usd", status, "pm_card_visa", null, null,
+                    Map.copyOf(md), created, System.nanoTime(), null, null);
+            intents.put(pi.id(), pi);
+            ledger.add(pi);
+            made.add(pi);
+        }
+        listOrderStale = true;
+        return made;
+    }
+
+    /** Removes what {@link #seed} added, so that other tests' lookups do not page through it. */
+    public int forgetSeeded() {
+        int before = ledger.size();
+        synchronized (ledger) {
+            ledger.removeIf(pi -> pi.idempotencyKey() == null && pi.metadata().containsKey("seeded"));
+        }
+        intents.values().removeIf(pi -> pi.idempotencyKey() == null && pi.metadata().containsKey("seeded"));
+        listOrderStale = true;
+        return before - ledger.size();
+    }
+
+    /** A pending PaymentIntent reaches its outcome ({@code succeeded}, or {@code requires_payment_method} = failed). */
+    public PaymentIntent settle(String paymentIntentId, String status) {
+        PaymentIntent pi = intents.get(paymentIntentId);
+        if (pi == null) {
+            throw new IllegalArgumentException("no PaymentIntent " + paymentIntentId);
+        }
+        PaymentIntent settled = new PaymentIntent(pi.id(), pi.amount(), pi.currency(), status, pi.paymentMethod(), pi.customer(),
+                pi.description(), pi.metadata(), pi.created(), pi.createdNanos(), pi.idempotencyKey(),
+                "succeeded".equals(status) ? null : "generic_decline");
+        intents.put(pi.id(), settled);
+        synchronized (ledger) {
+            ledger.replaceAll(p -> p.id().equals(pi.id()) ? settled : p);
+        }
+        listOrderStale = true;
+        return settled;
+    }
+
+    /**
+     * PaymentIntents of one (client, Idempotency-Key): its {@code chargeonce_key} metadata (the service's stable
+     * identity of a charge) is {@code identity}, or it was created with a Stripe key derived from it
+     * ({@code chargeonce-<identity>-a<attempt>}).
+     */
+    public List<PaymentIntent> intentsForKey(String identity) {
+        String keyPrefix = "chargeonce-" + identity + "-a";
+        return ledger().stream().filter(pi -> identity.equals(pi.metadata().get("chargeonce_key"))
+                || (pi.idempotencyKey() != null && pi.idempotencyKey().startsWith(keyPrefix))).toList();
+    }
+
+    /** Create requests that are still executing (a slow step or latency): Stripe has not answered them yet. */
+    public int executing() {
+        return executing.get();
+    }
+
     public List<PaymentIntent> ledger() {
         synchronized (ledger) {
             return List.copyOf(ledger);
@@ -164,7 +270,10 @@ public final class StripeSandbox implements AutoCloseable {
         failAfter.set(0);
         dropAfter.set(0);
         rateLimit.set(0);
+        listEmptyHasMore.set(0);
+        plan.clear();
         latencyMillis = 0;
+        listOrderStale = true;
     }
 
     @Override
@@ -220,12 +329,18 @@ public final class StripeSandbox implements AutoCloseable {
                     return;
                 }
                 byte[] payload = response.body().getBytes(StandardCharsets.UTF_8);
+                Map<String, String> responseHeaders = new LinkedHashMap<>();
+                responseHeaders.put("Content-Type", "application/json");
+                responseHeaders.put("Request-Id", "req_" + randomId(14));
+                responseHeaders.putAll(response.headers());
                 StringBuilder head = new StringBuilder()
                         .append("HTTP/1.1 ").append(response.status()).append(' ').append(reason(response.status())).append("\r\n")
-                        .append("Content-Type: application/json\r\n")
-                        .append("Content-Length: ").append(payload.length).append("\r\n")
-                        .append("Request-Id: req_").append(randomId(14)).append("\r\n");
-                response.headers().forEach((k, v) -> head.append(k).append(": ").append(v).append("\r\n"));
+                        .append("Content-Length: ").append(payload.length).append("\r\n");
+                responseHeaders.forEach((k, v) -> {
+                    if (!v.isEmpty()) {
+                        head.append(k).append(": ").append(v).append("\r\n");
+                    }
+                });
                 out.write(head.append("\r\n").toString().getBytes(StandardCharsets.US_ASCII));
                 out.write(payload);
                 out.flush();
@@ -263,6 +378,7 @@ public final class StripeSandbox implements AutoCloseable {
             case 404 -> "Not Found";
             case 409 -> "Conflict";
             case 429 -> "Too Many Requests";
+            case 502 -> "Bad Gateway";
             default -> "Server Error";
         };
     }
@@ -298,7 +414,28 @@ public final class StripeSandbox implements AutoCloseable {
     }
 
     private Response control(String method, String path, Map<String, String> query) {
+        if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/settle")) {
+            String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/settle".length());
+            return Response.json(200, toJson(settle(id, query.getOrDefault("status", "succeeded"))));
+        }
         switch (path) {
+            case "/_sandbox/forget_seeded" -> {
+                return Response.json(200, "{\"forgotten\":" + forgetSeeded() + "}");
+            }
+            case "/_sandbox/seed" -> {
+                long now = System.currentTimeMillis() / 1000;
+                Map<String, String> metadata = new LinkedHashMap<>();
+                query.forEach((k, v) -> {
+                    if (k.startsWith("metadata[") && k.endsWith("]")) {
+                        metadata.put(k.substring(9, k.length() - 1), v);
+                    }
+                });
+                List<PaymentIntent> made = seed(Integer.parseInt(query.getOrDefault("count", "1")),
+                        Long.parseLong(query.getOrDefault("created_from", Long.toString(now))),
+                        Long.parseLong(query.getOrDefault("created_to", Long.toString(now))),
+                        query.getOrDefault("status", "succeeded"), metadata);
+                return Response.json(200, "{\"seeded\":" + made.size() + ",\"last\":" + quote(made.isEmpty() ? null : made.get(made.size() - 1).id()) + "}");
+            }
             case "/_sandbox/reset" -> {
                 reset();
                 return Response.json(200, "{\"reset\":true}");
@@ -309,21 +446,32 @@ public final class StripeSandbox implements AutoCloseable {
                 if (query.containsKey("fail_after")) failAfter.set(Integer.parseInt(query.get("fail_after")));
                 if (query.containsKey("drop_after")) dropAfter.set(Integer.parseInt(query.get("drop_after")));
                 if (query.containsKey("rate_limit")) rateLimit.set(Integer.parseInt(query.get("rate_limit")));
+                if (query.containsKey("list_empty_has_more")) listEmptyHasMore.set(Integer.parseInt(query.get("list_empty_has_more")));
+                if (query.containsKey("plan")) {
+                    plan.clear();
+                    if (!query.get("plan").isBlank()) {
+                        plan(query.get("plan").split(","));
+                    }
+                }
                 return Response.json(200, "{\"latency_ms\":" + latencyMillis + ",\"fail_before\":" + failBefore.get()
                         + ",\"fail_after\":" + failAfter.get() + ",\"drop_after\":" + dropAfter.get()
-                        + ",\"rate_limit\":" + rateLimit.get() + "}");
+                        + ",\"rate_limit\":" + rateLimit.get() + ",\"plan_left\":" + plan.size() + "}");
             }
             case "/_sandbox/stats" -> {
                 long charged = ledger().stream().filter(PaymentIntent::charged).count();
                 return Response.json(200, "{\"create_requests\":" + createRequests.get() + ",\"api_requests\":" + apiRequests.get()
-                        + ",\"payment_intents\":" + ledger.size() + ",\"succeeded\":" + charged + "}");
+                        + ",\"payment_intents\":" + ledger.size() + ",\"succeeded\":" + charged + ",\"executing\":" + executing.get() + "}");
             }
             case "/_sandbox/ledger" -> {
                 StringBuilder json = new StringBuilder("{\"data\":[");
                 String chargeId = query.get("charge_id");
-                List<PaymentIntent> all = chargeId == null ? ledger() : intentsForCharge(chargeId);
+                String key = query.get("key");
+                // (stats and ledger are read-only views)
+                List<PaymentIntent> all = key != null ? intentsForKey(key) : chargeId == null ? ledger() : intentsForCharge(chargeId);
                 for (int i = 0; i < all.size(); i++) {
-                    json.append(i == 0 ? "" : ",").append(toJson(all.get(i)));
+                    String pi = toJson(all.get(i));
+                    json.append(i == 0 ? "" : ",").append(pi, 0, pi.length() - 1)
+                            .append(",\"sandbox_idempotency_key\":").append(quote(all.get(i).idempotencyKey())).append('}');
                 }
                 return Response.json(200, json.append("]}").toString());
             }
@@ -337,7 +485,13 @@ public final class StripeSandbox implements AutoCloseable {
 
     private Response create(String idempotencyKey, Map<String, String> params) {
         createRequests.incrementAndGet();
-        if (consume(rateLimit)) {
+        Step step = plan.poll();
+        String kind = step == null ? "" : step.kind();
+        if (kind.equals("edge")) {
+            // Stripe's edge failed: the API never saw the request, so nothing ran and nothing is stored for the key.
+            return EDGE_ERROR;
+        }
+        if (kind.equals("rate_limit") || (step == null && consume(rateLimit))) {
             // Stripe does not store 429s for a key: the request was not executed.
             return new Response(429, error("invalid_request_error", "rate_limit", "Too many requests hit the API too quickly.", null),
                     Map.of());
@@ -357,23 +511,35 @@ public final class StripeSandbox implements AutoCloseable {
                     return Response.json(409, error("invalid_request_error", "idempotency_key_in_use",
                             "There is currently another in-progress request using this Idempotent Key.", null));
                 }
-                return maybeDrop(new Response(previous.status(), previous.body(), Map.of("Idempotent-Replayed", "true")));
+                return maybeDrop(new Response(previous.status(), previous.body(), Map.of("Idempotent-Replayed", "true")),
+                        kind.equals("drop"));
             }
         }
-        sleep(latencyMillis);
-        Response answer = execute(idempotencyKey, params);
+        // A slow request keeps running whether or not its client still waits for it, as at Stripe.
+        executing.incrementAndGet();
+        Response answer;
+        try {
+            sleep(kind.equals("slow") ? step.millis() : latencyMillis);
+            answer = execute(idempotencyKey, params, kind);
+        } finally {
+            executing.decrementAndGet();
+        }
         if (idempotencyKey != null) {
             idempotency.put(idempotencyKey, new StoredAnswer(fingerprint, answer.status(), answer.body(), true));
         }
-        return maybeDrop(answer);
+        return maybeDrop(answer, kind.equals("drop"));
     }
 
-    private Response maybeDrop(Response answer) {
-        return consume(dropAfter) ? null : answer;
+    /** A 5xx from Stripe's edge: HTML, no {@code Request-Id}, never a stored answer of the key. */
+    private static final Response EDGE_ERROR = new Response(502, "<html><body><h1>502 Bad Gateway</h1></body></html>",
+            Map.of("Content-Type", "text/html", "Request-Id", ""));
+
+    private Response maybeDrop(Response answer, boolean planned) {
+        return planned || (!planned && consume(dropAfter)) ? null : answer;
     }
 
-    private Response execute(String idempotencyKey, Map<String, String> params) {
-        if (consume(failBefore)) {
+    private Response execute(String idempotencyKey, Map<String, String> params, String planned) {
+        if (planned.equals("fail_before") || (planned.isEmpty() && consume(failBefore))) {
             return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: before charging).", null));
         }
         String amountText = params.get("amount");
@@ -415,6 +581,7 @@ public final class StripeSandbox implements AutoCloseable {
             case "pm_card_chargeDeclined" -> { status = "requires_payment_method"; declineCode = "generic_decline"; }
             case "pm_card_visa_chargeDeclinedInsufficientFunds" -> { status = "requires_payment_method"; declineCode = "insufficient_funds"; }
             case "pm_card_authenticationRequired" -> status = "requires_action";
+            case "pm_sandbox_processing" -> status = "processing";
             case "pm_card_visa", "pm_card_mastercard", "pm_card_amex" -> status = "succeeded";
             default -> {
                 return Response.json(400, error("invalid_request_error", "resource_missing",
@@ -428,7 +595,8 @@ public final class StripeSandbox implements AutoCloseable {
                 System.nanoTime(), idempotencyKey, declineCode);
         intents.put(pi.id(), pi);
         ledger.add(pi);
-        if (consume(failAfter)) {
+        listOrderStale = true;
+        if (planned.equals("fail_after") || (planned.isEmpty() && consume(failAfter))) {
             return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: after charging).", null));
         }
         if (declineCode != null) {
@@ -440,12 +608,15 @@ public final class StripeSandbox implements AutoCloseable {
     }
 
     private Response list(Map<String, String> query) {
+        if (consume(listEmptyHasMore)) {
+            // A broken page: nothing in it, yet "more to come". A client must not read it as the end of the list.
+            return Response.json(200, "{\"object\":\"list\",\"url\":\"/v1/payment_intents\",\"has_more\":true,\"data\":[]}");
+        }
         int limit = Math.min(100, Integer.parseInt(query.getOrDefault("limit", "10")));
         long createdGte = Long.parseLong(query.getOrDefault("created[gte]", "0"));
         long createdLte = Long.parseLong(query.getOrDefault("created[lte]", Long.toString(Long.MAX_VALUE)));
         String startingAfter = query.get("starting_after");
-        List<PaymentIntent> newestFirst = new ArrayList<>(ledger());
-        newestFirst.sort((a, b) -> Long.compare(b.createdNanos(), a.createdNanos()));
+        List<PaymentIntent> newestFirst = listOrder();
         List<PaymentIntent> page = new ArrayList<>();
         boolean skipping = startingAfter != null;
         boolean hasMore = false;
@@ -469,6 +640,22 @@ public final class StripeSandbox implements AutoCloseable {
             json.append(i == 0 ? "" : ",").append(toJson(page.get(i)));
         }
         return Response.json(200, json.append("]}").toString());
+    }
+
+    /** The ledger as Stripe lists it: newest {@code created} first (ties: the later made first). */
+    private List<PaymentIntent> listOrder() {
+        if (listOrderStale) {
+            synchronized (this) {
+                if (listOrderStale) {
+                    listOrderStale = false;
+                    List<PaymentIntent> sorted = new ArrayList<>(ledger());
+                    sorted.sort(java.util.Comparator.comparingLong(PaymentIntent::created)
+                            .thenComparingLong(PaymentIntent::createdNanos).reversed());
+                    listOrder = List.copyOf(sorted);
+                }
+            }
+        }
+        return listOrder;
     }
 
     private static String toJson(PaymentIntent pi) {

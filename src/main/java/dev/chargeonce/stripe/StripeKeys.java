@@ -13,6 +13,14 @@ public final class StripeKeys {
     }
 
     public static String derive(String clientId, IdempotencyKey key, int attempt) {
-        return "chargeonce-" + Fingerprint.sha256Hex(clientId + '\n' + key.value()).substring(0, 48) + "-a" + attempt;
+        return "chargeonce-" + identity(clientId, key.value()) + "-a" + attempt;
+    }
+
+    /**
+     * The stable identity of a charge at Stripe: a hash of (client, Idempotency-Key), the same for every row that
+     * key ever has (a row lost with a failover and claimed again included). The key itself never leaves the service.
+     */
+    public static String identity(String clientId, String idempotencyKey) {
+        return Fingerprint.sha256Hex(clientId + '\n' + idempotencyKey).substring(0, 48);
     }
 }

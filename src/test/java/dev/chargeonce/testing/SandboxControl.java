@@ -28,6 +28,49 @@ public final class SandboxControl {
         return out;
     }
 
+    /** PaymentIntents of one (client, Idempotency-Key), whichever row or attempt made them (see StripeSandbox#intentsForKey). */
+    public List<JsonNode> intentsFor(String clientId, String idempotencyKey) {
+        List<JsonNode> out = new ArrayList<>();
+        get("/_sandbox/ledger?key=" + dev.chargeonce.stripe.StripeKeys.identity(clientId, idempotencyKey)).get("data").forEach(out::add);
+        return out;
+    }
+
+    /** Scripts the next create requests one by one, e.g. {@code plan("slow:3000", "edge")} (StripeSandbox#plan). */
+    public void plan(String... steps) {
+        faults("plan=" + String.join(",", steps));
+    }
+
+    /** Adds PaymentIntents the service did not make; {@code query} as the sandbox's seed control takes it. */
+    public JsonNode seed(String query) {
+        return post("/_sandbox/seed?" + query);
+    }
+
+    /** Removes every seeded PaymentIntent (other tests' lookups should not page through them). */
+    public void forgetSeeded() {
+        post("/_sandbox/forget_seeded");
+    }
+
+    /** A pending PaymentIntent reaches its outcome. */
+    public JsonNode settle(String paymentIntentId, String status) {
+        return post("/_sandbox/payment_intents/" + paymentIntentId + "/settle?status=" + status);
+    }
+
+    /** Waits until no create request is executing at the sandbox (a slow one has made its PaymentIntent or failed). */
+    public void awaitIdle(java.time.Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (get("/_sandbox/stats").get("executing").asInt() > 0) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the sandbox is still executing create requests after " + timeout);
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
     public List<JsonNode> ledger() {
         List<JsonNode> out = new ArrayList<>();
         get("/_sandbox/ledger").get("data").forEach(out::add);
@@ -49,7 +92,7 @@ public final class SandboxControl {
     }
 
     public void clearFaults() {
-        faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0");
+        faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&list_empty_has_more=0&plan=");
     }
 
     private JsonNode get(String path) {

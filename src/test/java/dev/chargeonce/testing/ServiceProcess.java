@@ -47,7 +47,36 @@ public final class ServiceProcess implements AutoCloseable {
         return service;
     }
 
+    /**
+     * Starts the service with a configuration it must refuse, and returns what it logged before it exited. Fails if
+     * it becomes ready instead, or is still running after {@code timeout}.
+     */
+    public static String startExpectingRefusal(String name, Map<String, String> config, Duration timeout) {
+        try (ServiceProcess service = new ServiceProcess(name, freePort(), new LinkedHashMap<>(config))) {
+            File log = service.launch();
+            long deadline = System.nanoTime() + timeout.toNanos();
+            while (service.process.isAlive() && System.nanoTime() < deadline) {
+                if (service.ready()) {
+                    throw new AssertionError(name + " started with a configuration it must refuse; see " + log);
+                }
+                sleep(200);
+            }
+            if (service.process.isAlive()) {
+                throw new AssertionError(name + " neither refused nor became ready within " + timeout + "; see " + log);
+            }
+            try {
+                return Files.readString(log.toPath());
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
     public void startProcess() {
+        awaitReady(Duration.ofSeconds(60), launch());
+    }
+
+    private File launch() {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElse("java"));
         command.add("-Xmx256m");
@@ -63,7 +92,19 @@ public final class ServiceProcess implements AutoCloseable {
         } catch (IOException e) {
             throw new IllegalStateException("could not start " + name, e);
         }
-        awaitReady(Duration.ofSeconds(60), log);
+        return log;
+    }
+
+    private boolean ready() {
+        try {
+            return HTTP.send(HttpRequest.newBuilder(uri("/q/health/ready")).timeout(Duration.ofSeconds(2)).build(),
+                    HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     private void awaitReady(Duration timeout, File log) {
@@ -72,17 +113,8 @@ public final class ServiceProcess implements AutoCloseable {
             if (!process.isAlive()) {
                 throw new IllegalStateException(name + " exited with " + process.exitValue() + "; see " + log);
             }
-            try {
-                HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(uri("/q/health/ready")).timeout(Duration.ofSeconds(2)).build(),
-                        HttpResponse.BodyHandlers.ofString());
-                if (r.statusCode() == 200) {
-                    return;
-                }
-            } catch (IOException e) {
-                // not listening yet
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException(e);
+            if (ready()) {
+                return;
             }
             sleep(200);
         }
