@@ -2,16 +2,21 @@ package dev.chargeonce.charge;
 
 import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.IntentStatus;
+import dev.chargeonce.idempotency.LeaseRelease;
 import dev.chargeonce.idempotency.StoredAnswer;
 import dev.chargeonce.stripe.PaymentOrder;
+import dev.chargeonce.stripe.StripeCall;
+import dev.chargeonce.stripe.StripeConfig;
 import dev.chargeonce.stripe.StripeGateway;
 import dev.chargeonce.stripe.StripeKeys;
 import dev.chargeonce.stripe.StripeOutcome;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Optional;
 import org.jboss.logging.Logger;
 
@@ -20,24 +25,43 @@ import org.jboss.logging.Logger;
  * one fenced {@code UPDATE}. Used by the request that claimed the key, by a retry that took it over and by the
  * recovery worker, so that all three follow the same rules.
  *
- * <p>The rules that keep it exactly-once: the Stripe key comes from the row, never from the call; after a
- * Stripe 5xx or past the key horizon, the payment is looked up instead of re-sent; the Stripe attempt (and with
- * it the key) only moves on once the lookup proved that nothing was created; the final write carries the lease
- * generation, and a holder that lost its lease answers what the row holds.
+ * <p>The rules that keep it exactly-once:
+ * <ul>
+ *   <li>Everything Stripe sees is derived from (client, key, request): a row lost by the database and claimed
+ *       again sends the very same request, and Stripe answers it as the first time.</li>
+ *   <li>An unknown outcome is followed by the same Stripe key, never a new one. Stripe's {@code idempotency_error}
+ *       and 409 mean "a request with this key exists there", never "absent".</li>
+ *   <li>The attempt (and with it the key) moves on only when Stripe proved that the key created nothing: a list of
+ *       the key's PaymentIntents came back empty <em>and</em> no request with the key can still be running there
+ *       (Stripe replayed a stored 5xx for it, or the key's last send is older than the longest a Stripe request
+ *       runs). The list covers the key's whole send window, page after page.</li>
+ *   <li>A PaymentIntent that is not final is followed by id, never re-created; past the key horizon nothing is
+ *       ever sent again; what cannot be proven is parked for an operator.</li>
+ *   <li>A holder sends only inside its lease, and every write carries its lease generation: a holder that lost
+ *       its lease answers what the row holds.</li>
+ * </ul>
  */
 @ApplicationScoped
 public class ChargeDriver {
 
     private static final Logger LOG = Logger.getLogger(ChargeDriver.class);
     private static final Duration RETRY_SOON = Duration.ofSeconds(1);
+    private static final Duration MAX_RETRY_AFTER = Duration.ofMinutes(1);
+    /** Row marker: Stripe knows a history of the key that the row lost; every driver searches for it first. */
+    static final String HISTORY_UNKNOWN = "history_unknown";
 
     private final IdempotencyStore store;
     private final StripeGateway stripe;
+    private final StripeConfig stripeConfig;
+    private final IdempotencyConfig idempotencyConfig;
     private final ChargeMetrics metrics;
 
-    ChargeDriver(IdempotencyStore store, StripeGateway stripe, ChargeMetrics metrics) {
+    ChargeDriver(IdempotencyStore store, StripeGateway stripe, StripeConfig stripeConfig, IdempotencyConfig idempotencyConfig,
+                 ChargeMetrics metrics) {
         this.store = store;
         this.stripe = stripe;
+        this.stripeConfig = stripeConfig;
+        this.idempotencyConfig = idempotencyConfig;
         this.metrics = metrics;
     }
 
@@ -48,44 +72,58 @@ public class ChargeDriver {
 
     /** Drives a row claimed for {@code request} (its fingerprint matched the row's, so it is the row's request). */
     ChargeAnswer drive(ClaimedIntent intent, ChargeRequest request) {
-        StripeOutcome outcome;
-        if (intent.mustLookUpBeforeSending()) {
-            Optional<StripeOutcome> found;
-            try {
-                // Only the current attempt can have created a PaymentIntent (earlier ones were proven empty before the
-                // attempt moved on): from its first send until now, since its key may have been re-sent any time since.
-                found = stripe.findPaymentIntent(intent.id(), intent.stripeKeyFirstSent(), Instant.now());
-            } catch (StripeGateway.LookupFailedException e) {
-                LOG.warnf("charge %s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
-                return release(intent, null, ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
-            }
-            if (found.isPresent()) {
-                metrics.lookupResolved();
-                outcome = found.get();
-            } else if (intent.keyBeyondHorizon()) {
-                // Stripe may have forgotten the key: a create now could charge a second time. Never send one.
-                LOG.errorf("charge %s: Stripe key past the horizon and no PaymentIntent found; parked for reconciliation",
-                        intent.id());
-                store.markForReconciliation(intent);
-                metrics.parkedForReconciliation();
-                return ChargeResponses.underReconciliation();
-            } else {
-                // Proven: the failed attempt created nothing. Only now may a new Stripe key be used.
-                Optional<ClaimedIntent> next = store.nextStripeAttempt(intent, stripe.config().keyHorizon());
-                if (next.isEmpty()) {
-                    return answerOfRow(intent);
-                }
-                intent = next.get();
-                outcome = stripe.createAndConfirm(order(intent, request));
-            }
-        } else {
-            outcome = stripe.createAndConfirm(order(intent, request));
+        if (intent.paymentIntentId() != null) {
+            return followPending(intent, request);
         }
-        metrics.stripeOutcome(outcome);
-        return settle(intent, request, outcome);
+        if (HISTORY_UNKNOWN.equals(intent.lastStripeError())) {
+            return searchLostHistory(intent, request, null);
+        }
+        if (intent.keyBeyondHorizon()) {
+            return resolvePastHorizon(intent, request);
+        }
+        if (intent.keyAnsweredServerError() && intent.keySettled(stripeConfig.requestMaxDuration())) {
+            // Proven by time: no request with the key can still run at Stripe, so the list of its window is final.
+            return lookUpThenMoveOn(intent, request, intent.keyPaymentCreatedBy(stripeConfig.requestMaxDuration()), null);
+        }
+        // A first send, a re-send after an unknown outcome, or (after a 5xx) the probe that makes Stripe replay the
+        // key's stored answer: all the same request with the same key.
+        return send(intent, request);
     }
 
-    private ChargeAnswer settle(ClaimedIntent intent, ChargeRequest request, StripeOutcome outcome) {
+    private ChargeAnswer send(ClaimedIntent intent, ChargeRequest request) {
+        StripeCall call = stripe.createAndConfirm(order(intent, request));
+        metrics.stripeOutcome(call.outcome());
+        return switch (call.outcome()) {
+            case StripeOutcome.NotSent n -> {
+                LOG.infof("charge %s: Stripe not called (%s); lease released", intent.id(), n.reason());
+                yield release(intent, new LeaseRelease(null, call.sinceLastSend(), null, null),
+                        ChargeResponses.stripeUnavailable(intent.keyNeverSent() && call.sinceLastSend() == null, RETRY_SOON));
+            }
+            case StripeOutcome.Unknown u -> {
+                LOG.warnf("charge %s: outcome unknown (%s); lease released for the next driver", intent.id(), u.reason());
+                yield u.serverError()
+                        // The worker comes back once no request of the key can still be running; clients may probe sooner.
+                        ? release(intent, new LeaseRelease(ClaimedIntent.SERVER_ERROR, call.sinceLastSend(),
+                                stripeConfig.requestMaxDuration(), null), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON))
+                        : release(intent, new LeaseRelease(null, call.sinceLastSend(), null, null),
+                                ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+            }
+            case StripeOutcome.KeyFinishedWithError k -> {
+                if (intent.keyNeverSent() && !k.explainedByThisCall()) {
+                    // The row never sent this key, yet Stripe has a stored answer for it: sent before this row existed.
+                    yield searchLostHistory(intent, request, call);
+                }
+                // Proven by replay: Stripe's one execution of the key is over. Its list now tells the truth.
+                yield lookUpThenMoveOn(intent, request, databaseNow(intent), call);
+            }
+            case StripeOutcome.KeyConflict c -> park(intent, "Stripe refused the key, first used with other parameters: "
+                    + "this row's history was lost (failover, restore) and the retry's body differs. " + c.reason());
+            default -> settle(intent, request, call.outcome(), call.sinceLastSend());
+        };
+    }
+
+    /** What Stripe (or a lookup, or a retrieve) said about a PaymentIntent: final, or pending. */
+    private ChargeAnswer settle(ClaimedIntent intent, ChargeRequest request, StripeOutcome outcome, Duration sinceLastSend) {
         return switch (outcome) {
             case StripeOutcome.Succeeded s ->
                     finish(intent, IntentStatus.COMPLETED, ChargeResponses.succeeded(intent, request, s.paymentIntentId()),
@@ -96,16 +134,119 @@ public class ChargeDriver {
                     finish(intent, IntentStatus.FAILED, ChargeResponses.requiresAction(intent, a), a.paymentIntentId());
             case StripeOutcome.Rejected r ->
                     finish(intent, IntentStatus.FAILED, ChargeResponses.rejected(intent, r), null);
-            case StripeOutcome.NotSent n -> {
-                LOG.infof("charge %s: Stripe not called (%s); lease released", intent.id(), n.reason());
-                yield release(intent, null, ChargeResponses.stripeUnavailable(RETRY_SOON));
+            case StripeOutcome.Pending p -> {
+                Duration recheck = pendingRecheck(intent.pendingChecks());
+                LOG.infof("charge %s: PaymentIntent %s is %s; followed by id, next look in %s", intent.id(),
+                        p.paymentIntentId(), p.status(), recheck);
+                yield release(intent, new LeaseRelease(null, sinceLastSend, recheck, p.paymentIntentId()),
+                        ChargeResponses.paymentProcessing(p.paymentIntentId(), min(recheck, MAX_RETRY_AFTER)));
             }
-            case StripeOutcome.Unknown u -> {
-                LOG.warnf("charge %s: outcome unknown (%s); lease released for the next driver", intent.id(), u.reason());
-                yield release(intent, u.serverError() ? ClaimedIntent.SERVER_ERROR : null,
-                        ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
-            }
+            default -> throw new IllegalStateException("not a PaymentIntent's state: " + outcome);
         };
+    }
+
+    /**
+     * Lists the current key's PaymentIntents from its first send to {@code createdBy}, once no request with the
+     * key can still run at Stripe. Found: that is the outcome. Not found: the key created nothing, and only now
+     * may the next key be used, in the same drive, under a renewed lease.
+     */
+    private ChargeAnswer lookUpThenMoveOn(ClaimedIntent intent, ChargeRequest request, Instant createdBy, StripeCall probe) {
+        Duration sinceLastSend = probe == null ? null : probe.sinceLastSend();
+        Optional<StripeOutcome> found;
+        try {
+            found = stripe.findPaymentIntent(identity(intent), intent.id(), intent.stripeKeyFirstSent(), createdBy,
+                    stripeConfig.lookupMaxPages());
+        } catch (StripeGateway.LookupFailedException e) {
+            LOG.warnf("charge %s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
+            return release(intent, new LeaseRelease(null, sinceLastSend, null, null), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+        }
+        if (found.isPresent()) {
+            metrics.lookupResolved();
+            return settle(intent, request, found.get(), sinceLastSend);
+        }
+        Optional<ClaimedIntent> next = store.nextStripeAttempt(intent, stripeConfig.keyHorizon());
+        if (next.isEmpty()) {
+            return answerOfRow(intent);
+        }
+        LOG.infof("charge %s: Stripe attempt %d proven to have created nothing; sending attempt %d", intent.id(),
+                intent.stripeAttempt(), next.get().stripeAttempt());
+        return send(next.get(), request);
+    }
+
+    /**
+     * Stripe has a stored 5xx for a key this row never sent: the database lost the row's history (a failover to an
+     * asynchronous standby, a restore) and some earlier row sent it, maybe with later attempts after it. The
+     * PaymentIntent is searched for by the key's identity (every attempt's) over the lost-history lookback; found,
+     * it is the outcome; otherwise the row is parked: absence across a history we do not know proves nothing.
+     */
+    private ChargeAnswer searchLostHistory(ClaimedIntent intent, ChargeRequest request, StripeCall probe) {
+        Duration sinceLastSend = probe == null ? null : probe.sinceLastSend();
+        Instant now = databaseNow(intent);
+        Optional<StripeOutcome> found;
+        try {
+            found = stripe.findPaymentIntent(identity(intent), intent.id(), now.minus(stripeConfig.lostHistoryLookback()), now,
+                    stripeConfig.lostHistoryMaxPages());
+        } catch (StripeGateway.LookupFailedException e) {
+            LOG.warnf("charge %s: Stripe knows a history of this key that the row lost; the search failed (%s)",
+                    intent.id(), e.getMessage());
+            // Remember it: the next driver must search again, not treat the key as its own.
+            return release(intent, new LeaseRelease(HISTORY_UNKNOWN, sinceLastSend, null, null),
+                    ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+        }
+        if (found.isPresent()) {
+            metrics.lookupResolved();
+            LOG.warnf("charge %s: recovered the PaymentIntent of a history the database lost", intent.id());
+            return settle(intent, request, found.get(), sinceLastSend);
+        }
+        return park(intent, "Stripe replayed a 5xx for a key this row never sent (its history was lost) and no "
+                + "PaymentIntent of the key was found in the last " + stripeConfig.lostHistoryLookback());
+    }
+
+    /**
+     * Stripe may have forgotten a key older than the horizon: a create now could charge a second time. Never send
+     * one; look the payment up once no request of the key can still run, and park the row if it is not there.
+     */
+    private ChargeAnswer resolvePastHorizon(ClaimedIntent intent, ChargeRequest request) {
+        Duration maxDuration = stripeConfig.requestMaxDuration();
+        if (!intent.keySettled(maxDuration)) {
+            return release(intent, new LeaseRelease(null, null, maxDuration, null), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+        }
+        Optional<StripeOutcome> found;
+        try {
+            found = stripe.findPaymentIntent(identity(intent), intent.id(), intent.stripeKeyFirstSent(),
+                    intent.keyPaymentCreatedBy(maxDuration), stripeConfig.lookupMaxPages());
+        } catch (StripeGateway.LookupFailedException e) {
+            LOG.warnf("charge %s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
+            return release(intent, LeaseRelease.unchanged(), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+        }
+        if (found.isPresent()) {
+            metrics.lookupResolved();
+            return settle(intent, request, found.get(), null);
+        }
+        return park(intent, "the Stripe key is older than chargeonce.stripe.key-horizon and no PaymentIntent of it was found");
+    }
+
+    /** A PaymentIntent Stripe named but had not finished: retrieved by id, never re-created. */
+    private ChargeAnswer followPending(ClaimedIntent intent, ChargeRequest request) {
+        StripeOutcome now;
+        try {
+            now = stripe.retrieve(intent.paymentIntentId());
+        } catch (StripeGateway.LookupFailedException e) {
+            LOG.warnf("charge %s: could not retrieve %s (%s)", intent.id(), intent.paymentIntentId(), e.getMessage());
+            Duration recheck = pendingRecheck(intent.pendingChecks());
+            return release(intent, new LeaseRelease(null, null, recheck, null),
+                    ChargeResponses.paymentProcessing(intent.paymentIntentId(), min(recheck, MAX_RETRY_AFTER)));
+        }
+        return settle(intent, request, now, null);
+    }
+
+    private ChargeAnswer park(ClaimedIntent intent, String reason) {
+        LOG.errorf("charge %s: parked for reconciliation: %s", intent.id(), reason);
+        if (!store.markForReconciliation(intent, reason)) {
+            return answerOfRow(intent);
+        }
+        metrics.parkedForReconciliation();
+        return ChargeResponses.underReconciliation();
     }
 
     private ChargeAnswer finish(ClaimedIntent intent, IntentStatus status, StoredAnswer answer, String paymentIntentId) {
@@ -135,20 +276,44 @@ public class ChargeDriver {
                 .orElseGet(() -> ChargeResponses.inFlight(RETRY_SOON));
     }
 
-    private ChargeAnswer release(ClaimedIntent intent, String lastStripeError, ChargeAnswer answer) {
+    private ChargeAnswer release(ClaimedIntent intent, LeaseRelease release, ChargeAnswer answer) {
         try {
-            store.release(intent, lastStripeError);
+            if (!store.release(intent, release)) {
+                return answerOfRow(intent);
+            }
         } catch (DatabaseUnavailableException e) {
-            // The lease will expire by itself; nothing is lost.
+            // The lease will expire by itself, and the next holder assumes this one sent until then: nothing is lost.
             LOG.warnf("charge %s: could not release the lease (%s)", intent.id(), e.getMessage());
         }
         return answer;
     }
 
-    private static PaymentOrder order(ClaimedIntent intent, ChargeRequest request) {
-        return new PaymentOrder(intent.id(), intent.clientId(), intent.stripeAttempt(),
+    private Duration pendingRecheck(int checksSoFar) {
+        List<Duration> schedule = stripeConfig.pendingRecheck();
+        return schedule.get(Math.min(checksSoFar, schedule.size() - 1));
+    }
+
+    private PaymentOrder order(ClaimedIntent intent, ChargeRequest request) {
+        Duration lease = idempotencyConfig.lease();
+        // No try starts in the last stretch of the lease: the next holder may take over when it ends.
+        long margin = Math.min(Duration.ofSeconds(2).toNanos(), lease.toNanos() / 10);
+        return new PaymentOrder(identity(intent), intent.clientId(), intent.stripeAttempt(),
                 StripeKeys.derive(intent.clientId(), intent.key(), intent.stripeAttempt()), request.amount(),
-                request.currency(), request.paymentMethod(), request.customer(), request.description(), request.metadata());
+                request.currency(), request.paymentMethod(), request.customer(), request.description(), request.metadata(),
+                intent.leaseEndsNanos(lease) - margin);
+    }
+
+    private static String identity(ClaimedIntent intent) {
+        return StripeKeys.identity(intent.clientId(), intent.key().value());
+    }
+
+    /** Now by the database's clock (the clock of every timestamp in the row), from when the lease was granted. */
+    private static Instant databaseNow(ClaimedIntent intent) {
+        return intent.databaseNow().plusNanos(System.nanoTime() - intent.leaseAcquiredNanos());
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
     }
 
     private static void sleep(long millis) {

@@ -32,8 +32,8 @@ public class ChargeMetrics {
         this.fencedOut = registry.counter("chargeonce.fenced.out");
         this.lookupResolved = registry.counter("chargeonce.lookup.resolved");
         this.parked = registry.counter("chargeonce.reconciliation.parked");
-        for (String outcome : new String[] {"succeeded", "declined", "requires_action", "rejected", "not_sent", "unknown",
-                "unknown_server_error", "circuit_open"}) {
+        for (String outcome : new String[] {"succeeded", "declined", "requires_action", "rejected", "pending", "not_sent",
+                "unknown", "unknown_server_error", "key_finished_with_error", "key_conflict", "circuit_open"}) {
             registry.counter("chargeonce.charges", "outcome", outcome);
         }
     }
@@ -44,8 +44,11 @@ public class ChargeMetrics {
             case StripeOutcome.Declined d -> "declined";
             case StripeOutcome.RequiresAction a -> "requires_action";
             case StripeOutcome.Rejected r -> "rejected";
+            case StripeOutcome.Pending p -> "pending";
             case StripeOutcome.NotSent n -> "not_sent";
             case StripeOutcome.Unknown u -> u.serverError() ? "unknown_server_error" : "unknown";
+            case StripeOutcome.KeyFinishedWithError k -> "key_finished_with_error";
+            case StripeOutcome.KeyConflict c -> "key_conflict";
         };
         registry.counter("chargeonce.charges", "outcome", name).increment();
     }

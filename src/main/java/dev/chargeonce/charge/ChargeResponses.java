@@ -65,10 +65,23 @@ final class ChargeResponses {
                 null)), retryAfter);
     }
 
-    static ChargeAnswer stripeUnavailable(Duration retryAfter) {
-        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "stripe_unavailable",
-                "Stripe is not taking requests right now and nothing was charged. Retry with the same Idempotency-Key.",
+    /**
+     * Stripe was not called this time. "Nothing was charged" only when no request of this key can ever have reached
+     * Stripe: otherwise an earlier try may still complete there, and the retry finds out.
+     */
+    static ChargeAnswer stripeUnavailable(boolean nothingEverSent, Duration retryAfter) {
+        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "stripe_unavailable", nothingEverSent
+                ? "Stripe is not taking requests right now and nothing was charged. Retry with the same Idempotency-Key."
+                : "Stripe is not taking requests right now. An earlier try of this payment may still complete at Stripe: "
+                        + "retry with the same Idempotency-Key to learn its outcome; you will not be charged twice.",
                 null)), retryAfter);
+    }
+
+    /** Stripe took the payment but has not finished it (a bank debit, ...): it is followed by id until it has. */
+    static ChargeAnswer paymentProcessing(String paymentIntentId, Duration retryAfter) {
+        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "payment_processing",
+                "Stripe is still processing this payment (" + paymentIntentId + "); its outcome is not final yet. "
+                        + "Retry with the same Idempotency-Key: you will not be charged twice.", null)), retryAfter);
     }
 
     static ChargeAnswer databaseUnavailable(Duration retryAfter) {

@@ -56,7 +56,7 @@ public class ChargeService {
                 Optional<Claim> existing = store.peek(clientId, key, intent.fingerprint(), stripeConfig.keyHorizon());
                 if (existing.isEmpty()) {
                     metrics.circuitOpenRejection();
-                    return ChargeResponses.stripeUnavailable(Duration.ofSeconds(2));
+                    return ChargeResponses.stripeUnavailable(true, Duration.ofSeconds(2));
                 }
                 claim = existing.get();
             }
@@ -81,6 +81,11 @@ public class ChargeService {
                             IdempotencyKey.HEADER, null);
                 }
                 case Claim.UnderReconciliation parked -> ChargeResponses.underReconciliation();
+                case Claim.Unheld unheld -> {
+                    // Circuit open and the key's earlier tries may have reached Stripe: say nothing about charges.
+                    metrics.circuitOpenRejection();
+                    yield ChargeResponses.stripeUnavailable(false, Duration.ofSeconds(2));
+                }
             };
         }
     }

@@ -25,7 +25,14 @@ public sealed interface Claim {
     record Mismatch() implements Claim {
     }
 
-    /** Stripe may have forgotten this key and no payment was found: an operator reconciles it, nobody re-charges. */
+    /**
+     * Only from {@link IdempotencyStore#peek}: the key is processing and nobody holds its lease (a claim would take
+     * it over). Earlier tries of it may have reached Stripe.
+     */
+    record Unheld() implements Claim {
+    }
+
+    /** The service cannot prove what Stripe did with this key: an operator reconciles it, nobody re-charges. */
     record UnderReconciliation() implements Claim {
     }
 }

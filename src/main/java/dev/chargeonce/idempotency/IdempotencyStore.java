@@ -36,14 +36,27 @@ public class IdempotencyStore {
     private static final String COLUMNS = """
             x.id, x.client_id, x.idempotency_key, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
             x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at,
-            x.stripe_key_first_sent, (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
+            x.stripe_key_first_sent, x.stripe_key_last_sent, x.payment_intent_id, x.pending_checks, clock_timestamp() AS db_now,
+            (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
             ceil(extract(epoch FROM (x.lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms""";
+
+    /**
+     * A new holder's lease: whatever an earlier holder may have sent is bounded by its lease (it never sends past
+     * it) unless it reported its sends when it let go; that bound joins the key's last send.
+     */
+    private static final String NEW_HOLDER = """
+            lease_gen = x.lease_gen + 1, lease_until = clock_timestamp() + ? * interval '1 millisecond',
+            stripe_key_last_sent = greatest(x.stripe_key_last_sent, x.stripe_sending_until),
+            stripe_sending_until = clock_timestamp() + ? * interval '1 millisecond',
+            updated_at = clock_timestamp()""";
 
     private static final String CLAIM = """
             WITH inserted AS (
                 INSERT INTO stripe_intents AS si
-                    (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond')
+                    (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
+                     stripe_sending_until)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
+                        clock_timestamp() + ? * interval '1 millisecond')
                 ON CONFLICT (client_id, idempotency_key) DO NOTHING
                 RETURNING si.*
             )
@@ -55,52 +68,62 @@ public class IdempotencyStore {
 
     private static final String TAKE_OVER = """
             UPDATE stripe_intents x
-               SET lease_gen = lease_gen + 1, lease_until = clock_timestamp() + ? * interval '1 millisecond',
-                   updated_at = clock_timestamp()
+               SET %s
              WHERE id = ? AND status = 'processing' AND lease_gen = ? AND lease_until <= clock_timestamp()
                AND NOT needs_reconciliation
             RETURNING true AS fresh, %s
-            """.formatted(COLUMNS);
+            """.formatted(NEW_HOLDER, COLUMNS);
 
+    /** The recovery worker's takeover: also leaves alone rows whose re-check time has not come. */
     private static final String TAKE_OVER_EXPIRED = """
             UPDATE stripe_intents x
-               SET lease_gen = x.lease_gen + 1, lease_until = clock_timestamp() + ? * interval '1 millisecond',
-                   updated_at = clock_timestamp()
+               SET %s
               FROM (SELECT id FROM stripe_intents
                      WHERE status = 'processing' AND lease_until <= clock_timestamp() AND NOT needs_reconciliation
+                       AND (recheck_at IS NULL OR recheck_at <= clock_timestamp())
                      ORDER BY lease_until
                      LIMIT ?
                      FOR UPDATE SKIP LOCKED) due
              WHERE x.id = due.id
             RETURNING true AS fresh, %s
-            """.formatted(COLUMNS);
+            """.formatted(NEW_HOLDER, COLUMNS);
 
     private static final String FINISH = """
             UPDATE stripe_intents
-               SET status = ?, response_status = ?, response_body = ?, payment_intent_id = ?,
+               SET status = ?, response_status = ?, response_body = ?, payment_intent_id = coalesce(?, payment_intent_id),
                    finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
-                   last_stripe_error = NULL
+                   last_stripe_error = NULL, stripe_sending_until = NULL, recheck_at = NULL
              WHERE id = ? AND lease_gen = ? AND status = 'processing'
             """;
 
     private static final String RELEASE = """
             UPDATE stripe_intents
                SET lease_until = clock_timestamp(), last_stripe_error = coalesce(?, last_stripe_error),
+                   stripe_key_last_sent = CASE WHEN ?::bigint IS NULL THEN stripe_key_last_sent
+                       ELSE greatest(stripe_key_last_sent, clock_timestamp() - ?::bigint * interval '1 millisecond') END,
+                   stripe_sending_until = NULL,
+                   recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
+                   payment_intent_id = coalesce(?, payment_intent_id),
+                   pending_checks = pending_checks + CASE WHEN ? THEN 1 ELSE 0 END,
                    updated_at = clock_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing'
             """;
 
+    /** The next Stripe key: a new send window, and a renewed lease for the holder that is about to send it. */
     private static final String NEXT_STRIPE_ATTEMPT = """
             UPDATE stripe_intents x
                SET stripe_attempt = stripe_attempt + 1, stripe_key_first_sent = clock_timestamp(),
-                   last_stripe_error = NULL, updated_at = clock_timestamp()
+                   stripe_key_last_sent = NULL, lease_until = clock_timestamp() + ? * interval '1 millisecond',
+                   stripe_sending_until = clock_timestamp() + ? * interval '1 millisecond',
+                   last_stripe_error = NULL, recheck_at = NULL, updated_at = clock_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing' AND stripe_attempt = ?
             RETURNING true AS fresh, %s
             """.formatted(COLUMNS);
 
     private static final String MARK_FOR_RECONCILIATION = """
             UPDATE stripe_intents
-               SET needs_reconciliation = true, lease_until = clock_timestamp(), updated_at = clock_timestamp()
+               SET needs_reconciliation = true, reconciliation_reason = ?, lease_until = clock_timestamp(),
+                   stripe_sending_until = NULL, updated_at = clock_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing'
             """;
 
@@ -111,7 +134,11 @@ public class IdempotencyStore {
     private static final String COUNT_ATTENTION_ROWS = """
             SELECT count(*) FILTER (WHERE NOT needs_reconciliation
                                       AND lease_until < clock_timestamp() - ? * interval '1 millisecond'),
-                   count(*) FILTER (WHERE needs_reconciliation)
+                   count(*) FILTER (WHERE needs_reconciliation),
+                   count(*) FILTER (WHERE NOT needs_reconciliation
+                                      AND created_at < clock_timestamp() - ? * interval '1 millisecond'),
+                   coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0),
+                   coalesce(max(lease_gen), 0)
               FROM stripe_intents WHERE status = 'processing'
             """;
 
@@ -174,6 +201,7 @@ public class IdempotencyStore {
                 ps.setLong(i++, intent.amount());
                 ps.setString(i++, intent.currency());
                 ps.setLong(i++, config.lease().toMillis());
+                ps.setLong(i++, config.lease().toMillis());
                 ps.setLong(i++, keyHorizon.toMillis());
                 ps.setLong(i++, keyHorizon.toMillis());
                 ps.setString(i++, intent.clientId());
@@ -192,9 +220,10 @@ public class IdempotencyStore {
             }
             Optional<Row> taken = queryOne(TAKE_OVER, ps -> {
                 ps.setLong(1, config.lease().toMillis());
-                ps.setString(2, row.id);
-                ps.setInt(3, row.leaseGeneration);
-                ps.setLong(4, keyHorizon.toMillis());
+                ps.setLong(2, config.lease().toMillis());
+                ps.setString(3, row.id);
+                ps.setInt(4, row.leaseGeneration);
+                ps.setLong(5, keyHorizon.toMillis());
             });
             if (taken.isPresent()) {
                 return new Claim.TakenOver(taken.get().intent());
@@ -207,14 +236,14 @@ public class IdempotencyStore {
     /**
      * What the key holds, without claiming anything: for when Stripe is known to be unavailable (circuit open),
      * so that replays are still answered and no lease is taken for a call that will not be made. Empty when the
-     * key is new, or processing with an expired lease (a claim would take it over).
+     * key is new; {@link Claim.Unheld} when it is processing with an expired lease (a claim would take it over).
      */
     public Optional<Claim> peek(String clientId, IdempotencyKey key, Fingerprint fingerprint, Duration keyHorizon) {
         return queryOne(PEEK, ps -> {
             ps.setLong(1, keyHorizon.toMillis());
             ps.setString(2, clientId);
             ps.setString(3, key.value());
-        }).flatMap(row -> classifyExisting(row, fingerprint));
+        }).map(row -> classifyExisting(row, fingerprint).orElseGet(Claim.Unheld::new));
     }
 
     /** The answer an existing row gives a request with this fingerprint; empty when its lease can be taken over. */
@@ -234,19 +263,27 @@ public class IdempotencyStore {
         return Optional.empty();
     }
 
-    /** Counts for the operators' gauges: rows stuck past their lease, and rows parked for reconciliation. */
-    public RowCounts countAttentionRows(Duration stuckAfter) {
-        long[] counts = new long[2];
-        run(COUNT_ATTENTION_ROWS, ps -> ps.setLong(1, stuckAfter.toMillis()), rs -> {
+    /**
+     * Counts for the operators' gauges, over the processing rows: whose lease expired more than
+     * {@code expiredFor} ago, parked for reconciliation, older than {@code overdueAfter} since the claim (driven
+     * again and again without an end counts here, whatever its lease), the oldest one's age and the most drives
+     * (lease generations) any of them had.
+     */
+    public RowCounts countAttentionRows(Duration expiredFor, Duration overdueAfter) {
+        RowCounts[] counts = new RowCounts[1];
+        run(COUNT_ATTENTION_ROWS, ps -> {
+            ps.setLong(1, expiredFor.toMillis());
+            ps.setLong(2, overdueAfter.toMillis());
+        }, rs -> {
             if (rs.next()) {
-                counts[0] = rs.getLong(1);
-                counts[1] = rs.getLong(2);
+                counts[0] = new RowCounts(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getDouble(4), rs.getLong(5));
             }
         });
-        return new RowCounts(counts[0], counts[1]);
+        return counts[0];
     }
 
-    public record RowCounts(long stuckProcessing, long parkedForReconciliation) {
+    public record RowCounts(long expiredProcessing, long parkedForReconciliation, long overdueProcessing,
+                            double oldestProcessingAgeSeconds, long maxDrives) {
     }
 
     /**
@@ -263,13 +300,15 @@ public class IdempotencyStore {
     /** Takes over up to {@code limit} rows whose lease expired; another instance never gets the same row. */
     public List<ClaimedIntent> takeOverExpired(int limit, Duration keyHorizon) {
         List<ClaimedIntent> taken = new ArrayList<>();
+        long acquired = System.nanoTime();
         run(TAKE_OVER_EXPIRED, ps -> {
             ps.setLong(1, config.lease().toMillis());
-            ps.setInt(2, limit);
-            ps.setLong(3, keyHorizon.toMillis());
+            ps.setLong(2, config.lease().toMillis());
+            ps.setInt(3, limit);
+            ps.setLong(4, keyHorizon.toMillis());
         }, rs -> {
             while (rs.next()) {
-                taken.add(Row.read(rs).intent());
+                taken.add(Row.read(rs, acquired).intent());
             }
         });
         return taken;
@@ -294,35 +333,49 @@ public class IdempotencyStore {
     }
 
     /**
-     * Gives the lease up at once, leaving the row {@code processing}: Stripe was not called, or its outcome is
-     * unknown and the next driver re-sends the same Stripe key (or looks the payment up after a 5xx).
+     * Gives the lease up, leaving the row {@code processing} for the next driver, and records what the holder
+     * did at Stripe (see {@link LeaseRelease}). Returns false when the lease was lost: nothing was written.
      */
-    public void release(ClaimedIntent holder, String lastStripeError) {
-        update(RELEASE, ps -> {
-            ps.setString(1, lastStripeError);
-            ps.setString(2, holder.id());
-            ps.setInt(3, holder.leaseGeneration());
-        });
+    public boolean release(ClaimedIntent holder, LeaseRelease release) {
+        Long sentAgo = release.sinceLastSend() == null ? null : release.sinceLastSend().toMillis();
+        Long recheck = release.recheckAfter() == null ? null : release.recheckAfter().toMillis();
+        return update(RELEASE, ps -> {
+            ps.setString(1, release.stripeError());
+            ps.setObject(2, sentAgo, java.sql.Types.BIGINT);
+            ps.setObject(3, sentAgo, java.sql.Types.BIGINT);
+            ps.setObject(4, recheck, java.sql.Types.BIGINT);
+            ps.setString(5, release.pendingPaymentIntentId());
+            ps.setBoolean(6, release.pendingPaymentIntentId() != null);
+            ps.setString(7, holder.id());
+            ps.setInt(8, holder.leaseGeneration());
+        }) == 1;
     }
 
     /**
-     * Moves to the next Stripe idempotency key. Only for a holder that has proven at Stripe that the current
-     * attempt created no PaymentIntent.
+     * Moves to the next Stripe idempotency key, with a renewed lease for sending it. Only for a holder that has
+     * proven at Stripe that the current key created no PaymentIntent and that no request with it still runs there.
      */
     public Optional<ClaimedIntent> nextStripeAttempt(ClaimedIntent holder, Duration keyHorizon) {
+        long acquired = System.nanoTime();
         return queryOne(NEXT_STRIPE_ATTEMPT, ps -> {
-            ps.setString(1, holder.id());
-            ps.setInt(2, holder.leaseGeneration());
-            ps.setInt(3, holder.stripeAttempt());
-            ps.setLong(4, keyHorizon.toMillis());
-        }).map(Row::intent);
+            ps.setLong(1, config.lease().toMillis());
+            ps.setLong(2, config.lease().toMillis());
+            ps.setString(3, holder.id());
+            ps.setInt(4, holder.leaseGeneration());
+            ps.setInt(5, holder.stripeAttempt());
+            ps.setLong(6, keyHorizon.toMillis());
+        }, acquired).map(Row::intent);
     }
 
-    /** Parks a row whose Stripe key may be forgotten and whose payment was not found: never re-sent, never lost. */
-    public boolean markForReconciliation(ClaimedIntent holder) {
+    /**
+     * Parks a row for an operator: the service cannot prove what Stripe did with it and will never send its key
+     * again by itself. {@code reason} says why, for whoever resolves it.
+     */
+    public boolean markForReconciliation(ClaimedIntent holder, String reason) {
         return update(MARK_FOR_RECONCILIATION, ps -> {
-            ps.setString(1, holder.id());
-            ps.setInt(2, holder.leaseGeneration());
+            ps.setString(1, reason);
+            ps.setString(2, holder.id());
+            ps.setInt(3, holder.leaseGeneration());
         }) == 1;
     }
 
@@ -411,10 +464,15 @@ public class IdempotencyStore {
     }
 
     private Optional<Row> queryOne(String sql, Binder binder) {
+        return queryOne(sql, binder, System.nanoTime());
+    }
+
+    /** @param acquired {@link System#nanoTime()} taken before the statement: a lease it grants started after it */
+    private Optional<Row> queryOne(String sql, Binder binder, long acquired) {
         List<Row> rows = new ArrayList<>(1);
         run(sql, binder, rs -> {
             if (rs.next()) {
-                rows.add(Row.read(rs));
+                rows.add(Row.read(rs, acquired));
             }
         });
         return rows.stream().findFirst();
@@ -447,21 +505,25 @@ public class IdempotencyStore {
     private record Row(boolean fresh, String id, String clientId, String idempotencyKey, String fingerprint, String request, long amount,
                        String currency, IntentStatus status, int leaseGeneration, int stripeAttempt,
                        String lastStripeError, boolean needsReconciliation, int responseStatus, String responseBody,
-                       Timestamp createdAt, Timestamp stripeKeyFirstSent, boolean beyondHorizon, long leaseLeftMillis) {
+                       Timestamp createdAt, Timestamp stripeKeyFirstSent, Timestamp stripeKeyLastSent, String paymentIntentId,
+                       int pendingChecks, Timestamp databaseNow, boolean beyondHorizon, long leaseLeftMillis, long acquired) {
 
-        static Row read(ResultSet rs) throws SQLException {
+        static Row read(ResultSet rs, long acquired) throws SQLException {
             return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
                     rs.getString("idempotency_key"), rs.getString("fingerprint"), rs.getString("request"), rs.getLong("amount"), rs.getString("currency"),
                     IntentStatus.fromColumn(rs.getString("status")), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"),
                     rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
                     rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
-                    rs.getTimestamp("stripe_key_first_sent"),
-                    rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"));
+                    rs.getTimestamp("stripe_key_first_sent"), rs.getTimestamp("stripe_key_last_sent"),
+                    rs.getString("payment_intent_id"), rs.getInt("pending_checks"), rs.getTimestamp("db_now"),
+                    rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"), acquired);
         }
 
         ClaimedIntent intent() {
-            return new ClaimedIntent(id, clientId, new IdempotencyKey(idempotencyKey), request, amount, currency, leaseGeneration, stripeAttempt,
-                    lastStripeError, beyondHorizon, createdAt.toInstant(), stripeKeyFirstSent.toInstant());
+            return new ClaimedIntent(id, clientId, new IdempotencyKey(idempotencyKey), request, amount, currency, leaseGeneration,
+                    acquired, stripeAttempt, lastStripeError, beyondHorizon, createdAt.toInstant(), stripeKeyFirstSent.toInstant(),
+                    stripeKeyLastSent == null ? null : stripeKeyLastSent.toInstant(), paymentIntentId, pendingChecks,
+                    databaseNow.toInstant());
         }
     }
 }

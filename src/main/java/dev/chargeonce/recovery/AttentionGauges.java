@@ -9,32 +9,50 @@ import jakarta.enterprise.context.ApplicationScoped;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Gauges for the rows an operator must look at: {@code processing} rows whose lease expired more than one lease
- * ago (the recovery worker is not keeping up, or cannot resolve them) and rows parked for reconciliation (past
- * the Stripe key horizon with no PaymentIntent found). Refreshed by one cheap query on the partial index.
+ * Gauges for the rows an operator must look at, refreshed by one query over the processing rows:
+ * <ul>
+ *   <li>{@code chargeonce.processing.overdue.rows}: processing (not parked) for longer than
+ *       {@code chargeonce.recovery.overdue-after} since the claim. A row that drivers take over again and again
+ *       without an end has a fresh lease most of the time; its age gives it away. The alert that matters.</li>
+ *   <li>{@code chargeonce.processing.oldest.age.seconds} and {@code chargeonce.processing.max.drives} (lease
+ *       generations: claim, takeovers): how old, and how hard-driven, the worst one is.</li>
+ *   <li>{@code chargeonce.reconciliation.rows}: parked for an operator (any is an alert).</li>
+ *   <li>{@code chargeonce.processing.expired.rows}: lease expired more than a lease ago (the worker is not running).</li>
+ * </ul>
  */
 @ApplicationScoped
 public class AttentionGauges {
 
     private final IdempotencyStore store;
     private final IdempotencyConfig config;
-    private final AtomicLong stuck = new AtomicLong();
+    private final RecoveryConfig recovery;
+    private final AtomicLong expired = new AtomicLong();
     private final AtomicLong parked = new AtomicLong();
+    private final AtomicLong overdue = new AtomicLong();
+    private final AtomicLong maxDrives = new AtomicLong();
+    private volatile double oldestAgeSeconds;
 
-    AttentionGauges(IdempotencyStore store, IdempotencyConfig config, MeterRegistry metrics) {
+    AttentionGauges(IdempotencyStore store, IdempotencyConfig config, RecoveryConfig recovery, MeterRegistry metrics) {
         this.store = store;
         this.config = config;
-        metrics.gauge("chargeonce.processing.expired.rows", stuck);
+        this.recovery = recovery;
+        metrics.gauge("chargeonce.processing.expired.rows", expired);
         metrics.gauge("chargeonce.reconciliation.rows", parked);
+        metrics.gauge("chargeonce.processing.overdue.rows", overdue);
+        metrics.gauge("chargeonce.processing.max.drives", maxDrives);
+        metrics.gauge("chargeonce.processing.oldest.age.seconds", this, gauges -> gauges.oldestAgeSeconds);
     }
 
     @Scheduled(identity = "attention-gauges", every = "${chargeonce.gauges.interval:15s}",
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void refresh() {
         try {
-            IdempotencyStore.RowCounts counts = store.countAttentionRows(config.lease());
-            stuck.set(counts.stuckProcessing());
+            IdempotencyStore.RowCounts counts = store.countAttentionRows(config.lease(), recovery.overdueAfter());
+            expired.set(counts.expiredProcessing());
             parked.set(counts.parkedForReconciliation());
+            overdue.set(counts.overdueProcessing());
+            maxDrives.set(counts.maxDrives());
+            oldestAgeSeconds = counts.oldestProcessingAgeSeconds();
         } catch (DatabaseUnavailableException e) {
             // keep the last values; readiness reports the database
         }

@@ -22,4 +22,12 @@ public interface RecoveryConfig {
     /** How many expired rows one pass takes over at most. They are driven concurrently. */
     @WithDefault("20")
     int batchSize();
+
+    /**
+     * A processing row older than this since its claim is overdue: {@code chargeonce.processing.overdue.rows}
+     * counts it, and the PrometheusRule alerts on any. A normal charge is final in seconds; a pending bank debit
+     * can take days (it counts too: someone should know).
+     */
+    @WithDefault("10m")
+    Duration overdueAfter();
 }

@@ -2,13 +2,23 @@ package dev.chargeonce.stripe;
 
 import java.util.Map;
 
-/** One create-and-confirm request to Stripe, with the idempotency key derived from our persisted row. */
-public record PaymentOrder(String chargeId, String clientId, int attempt, String stripeIdempotencyKey, long amount,
+/**
+ * One create-and-confirm request to Stripe. Everything Stripe sees is a function of (client, Idempotency-Key,
+ * request): the idempotency key and the metadata that identify the payment are derived from the client and its key,
+ * never from a row's random id, so a row the database lost and a retry claimed again sends the very same request.
+ *
+ * @param identity  {@link StripeKeys#identity}: written as {@link #KEY} metadata, what lookups match on
+ * @param sendBefore {@link System#nanoTime()} after which no try may start: the holder's lease ends soon after,
+ *                   and a send after it could race the next holder's
+ */
+public record PaymentOrder(String identity, String clientId, int attempt, String stripeIdempotencyKey, long amount,
                            String currency, String paymentMethod, String customer, String description,
-                           Map<String, String> metadata) {
+                           Map<String, String> metadata, long sendBefore) {
 
     /** Metadata keys this service writes on every PaymentIntent, so that a payment can be found again. */
-    public static final String CHARGE_ID = "chargeonce_charge_id";
+    public static final String KEY = "chargeonce_key";
     public static final String CLIENT_ID = "chargeonce_client_id";
     public static final String ATTEMPT = "chargeonce_attempt";
+    /** Written by versions before the stable identity; still matched by lookups, never written. */
+    public static final String LEGACY_CHARGE_ID = "chargeonce_charge_id";
 }

@@ -3,10 +3,13 @@ package dev.chargeonce.stripe;
 import com.stripe.StripeClient;
 import com.stripe.exception.ApiConnectionException;
 import com.stripe.exception.ApiException;
+import com.stripe.exception.AuthenticationException;
 import com.stripe.exception.IdempotencyException;
+import com.stripe.exception.RateLimitException;
 import com.stripe.exception.StripeException;
 import com.stripe.model.PaymentIntent;
 import com.stripe.net.RequestOptions;
+import com.stripe.net.StripeResponse;
 import com.stripe.param.PaymentIntentCreateParams;
 import io.smallrye.faulttolerance.api.CircuitBreakerName;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -21,9 +24,11 @@ import org.eclipse.microprofile.faulttolerance.exceptions.TimeoutException;
  * The fault-tolerant edge of the Stripe SDK. Every value here is a default that configuration overrides
  * (see the README): {@code dev.chargeonce.stripe.StripeApi/create/Timeout/value} and so on.
  *
- * <p>Unknown outcomes are thrown, so that the circuit breaker counts them and the retry sees them; the retry
- * re-sends only what is safe to re-send with the same Stripe key: dropped connections, timeouts and Stripe's
- * 409 (key in use). A Stripe 5xx is not retried: Stripe replays a 500 for its key, so only a lookup can tell.
+ * <p>Each try's result is thrown as a type that says what it proves, and recorded in the call's {@link SendLog},
+ * so that the whole sequence of tries can be classified, not only its last exception. The retry re-sends only
+ * what is safe and useful to re-send with the same Stripe key: dropped connections, timeouts, Stripe's 409 (key in
+ * use) and 5xx from Stripe's edge. A 5xx that Stripe's API answered is not retried: Stripe stores it for the key,
+ * so the next driver re-sends once to see it replayed, and then looks the payment up.
  */
 @ApplicationScoped
 class StripeApi {
@@ -33,6 +38,15 @@ class StripeApi {
     /** The circuit's default open delay; configuration may override it (see {@link StripeGateway#acceptingCalls}). */
     static final long CIRCUIT_DELAY_MILLIS = 5_000;
     static final String CIRCUIT_DELAY_PROPERTY = "dev.chargeonce.stripe.StripeApi/create/CircuitBreaker/delay";
+
+    /** The defaults of the annotations below (and their units), for {@link StripeCallBudget}. */
+    static final long TIMEOUT_SECONDS = 9;
+    static final int MAX_RETRIES = 2;
+    static final long RETRY_DELAY_MILLIS = 200;
+    static final long RETRY_JITTER_MILLIS = 150;
+    static final long RETRY_MAX_DURATION_SECONDS = 25;
+    /** Configuration keys of those values (MicroProfile Fault Tolerance: {@code <class>/<method>/<annotation>/<field>}). */
+    static final String CONFIG_PREFIX = "dev.chargeonce.stripe.StripeApi/create/";
 
     /** The call may have reached Stripe and its answer was lost; re-sending the same key is safe and useful. */
     static final class UnreachableException extends RuntimeException {
@@ -51,10 +65,37 @@ class StripeApi {
         }
     }
 
-    /** Stripe answered 5xx; the same key would replay it. */
+    /**
+     * A 5xx that did not come from Stripe's API (no Stripe error object: a load balancer, a proxy): the request may
+     * or may not have been passed on. Nothing about the key is stored at Stripe by it; re-sending is safe.
+     */
+    static final class EdgeErrorException extends RuntimeException {
+        EdgeErrorException(String message, Throwable cause) {
+            super(message, cause, false, false);
+        }
+    }
+
+    /** Stripe's API answered 5xx for the key first-hand: Stripe stores it for the key. Counts against Stripe's health. */
     static final class ServerErrorException extends RuntimeException {
         ServerErrorException(String message, Throwable cause) {
             super(message, cause, false, false);
+        }
+    }
+
+    /**
+     * Stripe replayed a stored 5xx for the key: the key's one execution is over. Says nothing about Stripe's health
+     * now (it is the answer of an earlier request), so the breaker ignores it.
+     */
+    static final class StoredServerErrorException extends RuntimeException {
+        StoredServerErrorException(String message, Throwable cause) {
+            super(message, cause, false, false);
+        }
+    }
+
+    /** The holder's lease ends before this try could start: it is not sent (the next holder sends the key). */
+    static final class LeaseSpentException extends RuntimeException {
+        LeaseSpentException() {
+            super("the lease ends before another try could be sent", null, false, false);
         }
     }
 
@@ -64,30 +105,72 @@ class StripeApi {
         this.clients = clients;
     }
 
-    @Timeout(value = 9, unit = ChronoUnit.SECONDS)
-    @Retry(maxRetries = 2, delay = 200, jitter = 150, maxDuration = 25, durationUnit = ChronoUnit.SECONDS,
-            retryOn = {UnreachableException.class, KeyInUseException.class, TimeoutException.class})
+    @Timeout(value = TIMEOUT_SECONDS, unit = ChronoUnit.SECONDS)
+    @Retry(maxRetries = MAX_RETRIES, delay = RETRY_DELAY_MILLIS, jitter = RETRY_JITTER_MILLIS,
+            maxDuration = RETRY_MAX_DURATION_SECONDS, durationUnit = ChronoUnit.SECONDS,
+            retryOn = {UnreachableException.class, KeyInUseException.class, EdgeErrorException.class, TimeoutException.class})
     @CircuitBreaker(requestVolumeThreshold = 20, failureRatio = 0.5, delay = CIRCUIT_DELAY_MILLIS, delayUnit = ChronoUnit.MILLIS,
-            successThreshold = 2, failOn = {UnreachableException.class, ServerErrorException.class, TimeoutException.class})
+            successThreshold = 2, failOn = {UnreachableException.class, EdgeErrorException.class, ServerErrorException.class,
+            TimeoutException.class})
     @CircuitBreakerName(StripeApi.CIRCUIT)
     @Bulkhead(2048)
-    PaymentIntent create(PaymentIntentCreateParams params, String idempotencyKey) throws StripeException {
+    PaymentIntent create(PaymentIntentCreateParams params, String idempotencyKey, long sendBefore, SendLog log)
+            throws StripeException {
+        if (System.nanoTime() - sendBefore >= 0) {
+            throw new LeaseSpentException();
+        }
         StripeClient client = clients.client();
+        // Until an answer proves otherwise, a try that was started may have run at Stripe (a timeout interrupts it
+        // from outside, and it stays "maybe").
+        log.trying();
+        log.mayHaveExecuted();
         try {
-            return client.v1().paymentIntents().create(params,
+            PaymentIntent created = client.v1().paymentIntents().create(params,
                     RequestOptions.builder().setIdempotencyKey(idempotencyKey).build());
+            log.answered(replayed(created.getLastResponse()));
+            return created;
         } catch (ApiConnectionException e) {
+            if (e.getCause() instanceof java.net.ConnectException) {
+                log.didNotExecute(); // refused: not a byte of the request reached anyone
+            }
             throw new UnreachableException("connection: " + e.getMessage(), e);
         } catch (IdempotencyException e) {
-            // Our parameters are derived from the stored row, so this should not happen; if it does, an earlier
-            // request with this key may have charged. Treat it as unknown and let the lookup decide.
-            throw new ServerErrorException("idempotency_error: " + e.getMessage(), e);
+            log.didNotExecute();
+            log.answered(true);
+            throw e;
+        } catch (RateLimitException | AuthenticationException e) {
+            // Not executed, and not stored for the key by Stripe.
+            log.didNotExecute();
+            throw e;
         } catch (ApiException e) {
             Integer status = e.getStatusCode();
             if (status != null && status == 409) {
+                log.didNotExecute(); // another request with the key is the one running
                 throw new KeyInUseException("stripe 409 (key in use): " + e.getMessage(), e);
             }
+            if (e.getStripeError() == null || e.getStripeError().getLastResponse() == null) {
+                throw new EdgeErrorException("stripe edge " + status + ": " + e.getMessage(), e);
+            }
+            boolean replayed = replayed(e.getStripeError().getLastResponse());
+            log.answered(replayed);
+            if (replayed) {
+                log.didNotExecute();
+                throw new StoredServerErrorException("stripe " + status + " (replayed): " + e.getMessage(), e);
+            }
             throw new ServerErrorException("stripe " + status + ": " + e.getMessage(), e);
+        } catch (StripeException e) {
+            // Card errors and invalid requests: final answers of the key (first-hand or replayed).
+            boolean replayed = e.getStripeError() != null && replayed(e.getStripeError().getLastResponse());
+            if (replayed) {
+                log.didNotExecute();
+            }
+            log.answered(replayed);
+            throw e;
         }
+    }
+
+    private static boolean replayed(StripeResponse response) {
+        return response != null && response.headers() != null
+                && response.headers().firstValue("Idempotent-Replayed").map("true"::equalsIgnoreCase).orElse(false);
     }
 }

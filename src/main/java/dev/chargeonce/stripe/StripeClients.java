@@ -7,6 +7,17 @@ import jakarta.enterprise.context.ApplicationScoped;
 @ApplicationScoped
 class StripeClients {
 
+    static {
+        // The JDK's HttpURLConnection (the SDK's transport) re-sends a POST once, silently, when a connection drops
+        // without an answer. With our key that is harmless, but it hides a try from the call's SendLog: a replay
+        // that answers our own hidden re-send would look like a history the row does not know (and park the row).
+        // Read once when the JDK's HTTP client class loads; this class loads at start-up (StripeGateway is
+        // @Startup), before any Stripe call. The Dockerfile sets it on the command line too.
+        if (System.getProperty("sun.net.http.retryPost") == null) {
+            System.setProperty("sun.net.http.retryPost", "false");
+        }
+    }
+
     private final StripeClient client;
 
     StripeClients(StripeConfig config) {

@@ -36,13 +36,45 @@ public interface StripeConfig {
     Duration keyHorizon();
 
     /**
-     * How much wider than the attempt's send window the lookup lists PaymentIntents, for the clock skew between our
+     * How long Stripe may still be working on a request after it was sent. The service stops waiting after the read
+     * timeout; Stripe does not. A key whose last send is older than this has no request running at Stripe, so a
+     * list of its PaymentIntents is final. Must cover the read timeout with a wide margin (start-up refuses less).
+     */
+    @WithDefault("60s")
+    Duration requestMaxDuration();
+
+    /**
+     * How much wider than the key's send window the lookup lists PaymentIntents, for the clock skew between our
      * database and Stripe.
      */
     @WithDefault("2m")
     Duration lookupSkew();
 
-    /** Pages of 100 PaymentIntents the lookup reads before it gives up proving an absence. */
-    @WithDefault("50")
+    /**
+     * A sanity bound on the pages of 100 PaymentIntents one lookup reads. A lookup's window is bounded by the sends
+     * of the key, so it pages to the end of it; this only stops a list that never ends (a broken cursor).
+     */
+    @WithDefault("10000")
     int lookupMaxPages();
+
+    /**
+     * When a PaymentIntent Stripe named is looked at again by id while it is not final ({@code processing}, ...):
+     * after the first wait, then the next, the last one repeating. Client retries look at once, whatever the step.
+     */
+    @WithDefault("1m,5m,30m,1h")
+    java.util.List<Duration> pendingRecheck();
+
+    /**
+     * When Stripe replays a 5xx for a key the row never sent (the database lost the row's history: a failover to
+     * an asynchronous standby, a restore), the payment is searched for this far back, by the key's identity.
+     * Covers Stripe's 24 h key window with a margin.
+     */
+    @WithDefault("48h")
+    Duration lostHistoryLookback();
+
+    /**
+     * Pages such a search may read (100 PaymentIntents each) before the row is parked for an operator instead.
+     */
+    @WithDefault("2000")
+    int lostHistoryMaxPages();
 }

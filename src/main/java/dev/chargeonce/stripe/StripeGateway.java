@@ -2,6 +2,7 @@ package dev.chargeonce.stripe;
 
 import com.stripe.exception.AuthenticationException;
 import com.stripe.exception.CardException;
+import com.stripe.exception.IdempotencyException;
 import com.stripe.exception.InvalidRequestException;
 import com.stripe.exception.RateLimitException;
 import com.stripe.exception.StripeException;
@@ -20,7 +21,9 @@ import jakarta.enterprise.event.Observes;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.eclipse.microprofile.config.ConfigProvider;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.Map;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -39,7 +42,7 @@ public class StripeGateway {
 
     private static final Logger LOG = Logger.getLogger(StripeGateway.class);
 
-    /** Stripe could not prove whether a PaymentIntent exists (lookup failed or too many to page through). */
+    /** Stripe could not tell whether a PaymentIntent exists, or how it stands (list or retrieve failed). */
     public static final class LookupFailedException extends RuntimeException {
         LookupFailedException(String message, Throwable cause) {
             super(message, cause);
@@ -101,7 +104,11 @@ public class StripeGateway {
         });
     }
 
-    public StripeOutcome createAndConfirm(PaymentOrder order) {
+    /**
+     * Creates and confirms the PaymentIntent of {@code order}, classifying the whole sequence of tries (see
+     * {@link StripeCall}): a {@link StripeOutcome.NotSent} only when no try can have run at Stripe.
+     */
+    public StripeCall createAndConfirm(PaymentOrder order) {
         PaymentIntentCreateParams.Builder params = PaymentIntentCreateParams.builder()
                 .setAmount(order.amount())
                 .setCurrency(order.currency())
@@ -112,7 +119,7 @@ public class StripeGateway {
                         .setAllowRedirects(PaymentIntentCreateParams.AutomaticPaymentMethods.AllowRedirects.NEVER)
                         .build())
                 .putAllMetadata(order.metadata())
-                .putMetadata(PaymentOrder.CHARGE_ID, order.chargeId())
+                .putMetadata(PaymentOrder.KEY, order.identity())
                 .putMetadata(PaymentOrder.CLIENT_ID, order.clientId())
                 .putMetadata(PaymentOrder.ATTEMPT, Integer.toString(order.attempt()));
         if (order.customer() != null) {
@@ -121,84 +128,129 @@ public class StripeGateway {
         if (order.description() != null) {
             params.setDescription(order.description());
         }
+        SendLog log = new SendLog();
         Timer.Sample sample = Timer.start();
+        StripeOutcome outcome;
         try {
-            return fromIntent(api.create(params.build(), order.stripeIdempotencyKey()));
+            outcome = fromIntent(api.create(params.build(), order.stripeIdempotencyKey(), order.sendBefore(), log));
         } catch (CardException e) {
             StripeError error = e.getStripeError();
             String paymentIntentId = error != null && error.getPaymentIntent() != null ? error.getPaymentIntent().getId() : null;
-            return new StripeOutcome.Declined(paymentIntentId, nonNull(e.getCode(), "card_declined"), e.getDeclineCode(),
+            outcome = new StripeOutcome.Declined(paymentIntentId, nonNull(e.getCode(), "card_declined"), e.getDeclineCode(),
                     error != null && error.getMessage() != null ? error.getMessage() : "Your card was declined.");
-        } catch (RateLimitException e) {
-            return new StripeOutcome.NotSent("stripe rate limited the request");
-        } catch (AuthenticationException e) {
-            LOG.error("Stripe refused our API key; check chargeonce.stripe.api-key", e);
-            return new StripeOutcome.NotSent("stripe authentication failed");
         } catch (InvalidRequestException e) {
             int status = e.getStatusCode() == null ? 400 : e.getStatusCode();
-            return new StripeOutcome.Rejected(status, nonNull(e.getCode(), "invalid_request"),
+            outcome = new StripeOutcome.Rejected(status, nonNull(e.getCode(), "invalid_request"),
                     nonNull(e.getStripeError() != null ? e.getStripeError().getMessage() : null, "Stripe rejected the payment."),
                     e.getStripeError() != null ? e.getStripeError().getParam() : null);
+        } catch (IdempotencyException e) {
+            outcome = new StripeOutcome.KeyConflict("idempotency_error: " + e.getMessage());
+        } catch (RateLimitException e) {
+            outcome = notSentUnlessEarlierTries(log, "stripe rate limited the request");
+        } catch (AuthenticationException e) {
+            LOG.error("Stripe refused our API key; check chargeonce.stripe.api-key", e);
+            outcome = notSentUnlessEarlierTries(log, "stripe authentication failed");
         } catch (CircuitBreakerOpenException e) {
-            return new StripeOutcome.NotSent("circuit open");
+            outcome = notSentUnlessEarlierTries(log, "circuit open");
         } catch (BulkheadException e) {
-            return new StripeOutcome.NotSent("too many concurrent Stripe calls");
-        } catch (StripeApi.UnreachableException | StripeApi.KeyInUseException | TimeoutException e) {
-            return new StripeOutcome.Unknown(e.getMessage(), false);
+            outcome = notSentUnlessEarlierTries(log, "too many concurrent Stripe calls");
+        } catch (StripeApi.LeaseSpentException e) {
+            outcome = notSentUnlessEarlierTries(log, e.getMessage());
+        } catch (StripeApi.StoredServerErrorException e) {
+            outcome = new StripeOutcome.KeyFinishedWithError(e.getMessage(), log.maybeExecuted());
         } catch (StripeApi.ServerErrorException e) {
-            return new StripeOutcome.Unknown(e.getMessage(), true);
+            outcome = new StripeOutcome.Unknown(e.getMessage(), true);
+        } catch (StripeApi.UnreachableException | StripeApi.KeyInUseException | StripeApi.EdgeErrorException e) {
+            outcome = log.maybeExecuted() || e instanceof StripeApi.KeyInUseException
+                    ? new StripeOutcome.Unknown(e.getMessage(), false)
+                    : new StripeOutcome.NotSent(e.getMessage());
+        } catch (TimeoutException e) {
+            outcome = new StripeOutcome.Unknown("timeout: " + e.getMessage(), false);
         } catch (StripeException e) {
-            return new StripeOutcome.Unknown(e.getClass().getSimpleName() + ": " + e.getMessage(), true);
+            outcome = new StripeOutcome.Unknown(e.getClass().getSimpleName() + ": " + e.getMessage(), false);
         } finally {
             sample.stop(createLatency);
+        }
+        long sinceNanos = log.sinceLastPossibleExecutionNanos();
+        return new StripeCall(outcome, sinceNanos < 0 ? null : Duration.ofNanos(sinceNanos), log.firstAnswerWasReplay(),
+                log.tries());
+    }
+
+    /** A refusal of the last try proves nothing about earlier tries of the same call that may have charged. */
+    private static StripeOutcome notSentUnlessEarlierTries(SendLog log, String reason) {
+        return log.maybeExecuted()
+                ? new StripeOutcome.Unknown(reason + ", after a try whose outcome is unknown", false)
+                : new StripeOutcome.NotSent(reason);
+    }
+
+    /** The PaymentIntent as it is now, by id: how a payment that Stripe named but had not finished is followed. */
+    public StripeOutcome retrieve(String paymentIntentId) {
+        try {
+            return fromIntent(clients.client().v1().paymentIntents().retrieve(paymentIntentId));
+        } catch (StripeException e) {
+            throw new LookupFailedException("retrieving " + paymentIntentId + " failed: " + e.getMessage(), e);
         }
     }
 
     /**
-     * Finds the PaymentIntent a charge's current Stripe attempt created, by the metadata every create writes.
-     * Listing is strongly consistent at Stripe (search is not), so an empty answer proves that nothing was created.
-     * Only PaymentIntents created in the attempt's window (from its first send to now, widened by the clock skew
-     * between us and Stripe) are listed: minutes for the usual 5xx-then-retry, never the account's whole history.
+     * Finds the PaymentIntent of a charge by its stable identity (the {@link PaymentOrder#KEY} metadata every create
+     * writes, whichever row or attempt sent it), listing PaymentIntents created in {@code [from, until]} widened by
+     * the clock skew. Listing is strongly consistent at Stripe (search is not): when the window covers every
+     * request of the key and none is still running there, an empty answer proves that nothing was created. Pages to
+     * the end of the window; an empty page that says "more" is an error, not the end.
      *
-     * @throws LookupFailedException when absence cannot be proven
+     * @param legacyChargeId the row's id, matched too in the metadata that versions before the stable identity wrote
+     * @param maxPages       pages to read before giving up with {@link LookupFailedException}
+     * @throws LookupFailedException when the list could not be read to its end
      */
-    public Optional<StripeOutcome> findPaymentIntent(String chargeId, Instant sentFrom, Instant sentUntil) {
-        long from = sentFrom.minus(config.lookupSkew()).getEpochSecond();
-        long until = sentUntil.plus(config.lookupSkew()).getEpochSecond();
+    public Optional<StripeOutcome> findPaymentIntent(String identity, String legacyChargeId, Instant from, Instant until,
+                                                     int maxPages) {
+        long gte = from.minus(config.lookupSkew()).getEpochSecond();
+        long lte = until.plus(config.lookupSkew()).getEpochSecond();
         List<PaymentIntent> matches = new ArrayList<>(1);
         String startingAfter = null;
         try {
-            for (int page = 0; page < config.lookupMaxPages(); page++) {
+            for (int page = 0; page < maxPages; page++) {
                 PaymentIntentListParams.Builder params = PaymentIntentListParams.builder()
-                        .setCreated(PaymentIntentListParams.Created.builder().setGte(from).setLte(until).build())
+                        .setCreated(PaymentIntentListParams.Created.builder().setGte(gte).setLte(lte).build())
                         .setLimit(100L);
                 if (startingAfter != null) {
                     params.setStartingAfter(startingAfter);
                 }
                 StripeCollection<PaymentIntent> list = clients.client().v1().paymentIntents().list(params.build());
-                for (PaymentIntent pi : list.getData()) {
-                    if (pi.getMetadata() != null && chargeId.equals(pi.getMetadata().get(PaymentOrder.CHARGE_ID))) {
+                List<PaymentIntent> data = list.getData() == null ? List.of() : list.getData();
+                for (PaymentIntent pi : data) {
+                    Map<String, String> metadata = pi.getMetadata();
+                    if (metadata != null && (identity.equals(metadata.get(PaymentOrder.KEY))
+                            || (legacyChargeId != null && legacyChargeId.equals(metadata.get(PaymentOrder.LEGACY_CHARGE_ID))))) {
                         matches.add(pi);
                     }
                 }
-                if (!Boolean.TRUE.equals(list.getHasMore()) || list.getData().isEmpty()) {
-                    return pick(chargeId, matches);
+                if (!Boolean.TRUE.equals(list.getHasMore())) {
+                    return pick(identity, matches);
                 }
-                startingAfter = list.getData().get(list.getData().size() - 1).getId();
+                if (data.isEmpty()) {
+                    throw new LookupFailedException("Stripe answered an empty page with has_more=true; the list cannot be trusted", null);
+                }
+                String last = data.get(data.size() - 1).getId();
+                if (last.equals(startingAfter)) {
+                    throw new LookupFailedException("Stripe's list did not advance past " + last, null);
+                }
+                startingAfter = last;
             }
         } catch (StripeException e) {
             throw new LookupFailedException("listing PaymentIntents failed: " + e.getMessage(), e);
         }
-        throw new LookupFailedException("more than " + config.lookupMaxPages() + " pages of PaymentIntents to search", null);
+        throw new LookupFailedException("more than " + maxPages + " pages of PaymentIntents in the window", null);
     }
 
-    private Optional<StripeOutcome> pick(String chargeId, List<PaymentIntent> matches) {
+    private Optional<StripeOutcome> pick(String identity, List<PaymentIntent> matches) {
         if (matches.isEmpty()) {
             return Optional.empty();
         }
         if (matches.size() > 1) {
             // Should be impossible by construction; if it ever happens an operator must refund one of them.
-            LOG.errorf("charge %s has %d PaymentIntents at Stripe; reconcile", chargeId, matches.size());
+            LOG.errorf("charge key %s has %d PaymentIntents at Stripe; reconcile", identity, matches.size());
             duplicateFindings.increment();
         }
         PaymentIntent best = matches.stream().filter(pi -> "succeeded".equals(pi.getStatus())).findFirst().orElse(matches.get(0));
@@ -206,17 +258,20 @@ public class StripeGateway {
     }
 
     private static StripeOutcome fromIntent(PaymentIntent pi) {
+        StripeError last = pi.getLastPaymentError();
         return switch (nonNull(pi.getStatus(), "unknown")) {
             case "succeeded" -> new StripeOutcome.Succeeded(pi.getId());
             case "requires_action" -> new StripeOutcome.RequiresAction(pi.getId());
-            case "requires_payment_method", "canceled" -> {
-                StripeError last = pi.getLastPaymentError();
-                yield new StripeOutcome.Declined(pi.getId(), last != null ? nonNull(last.getCode(), "card_declined") : "card_declined",
-                        last != null ? last.getDeclineCode() : null,
-                        last != null && last.getMessage() != null ? last.getMessage() : "Your card was declined.");
-            }
-            // processing, requires_capture, requires_confirmation: not final for us yet.
-            default -> new StripeOutcome.Unknown("payment intent " + pi.getId() + " is " + pi.getStatus(), false);
+            case "requires_payment_method" -> last == null
+                    // Waiting for a payment method, but no attempt with one failed: not a decline (yet).
+                    ? new StripeOutcome.Pending(pi.getId(), pi.getStatus())
+                    : new StripeOutcome.Declined(pi.getId(), nonNull(last.getCode(), "card_declined"), last.getDeclineCode(),
+                            nonNull(last.getMessage(), "Your card was declined."));
+            case "canceled" -> new StripeOutcome.Declined(pi.getId(),
+                    last != null ? nonNull(last.getCode(), "payment_intent_canceled") : "payment_intent_canceled",
+                    last != null ? last.getDeclineCode() : null, "The payment was canceled at Stripe; nothing was charged.");
+            // processing, requires_capture, requires_confirmation: Stripe is not done with it.
+            default -> new StripeOutcome.Pending(pi.getId(), pi.getStatus());
         };
     }
 

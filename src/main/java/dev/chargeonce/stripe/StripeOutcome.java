@@ -1,8 +1,8 @@
 package dev.chargeonce.stripe;
 
 /**
- * What a Stripe call proved. The first four are final and cached; {@link NotSent} and {@link Unknown} are not:
- * the row stays {@code processing}, and only {@link Unknown} may have charged.
+ * What a Stripe call (or a lookup) proved. The first four are final and cached. The others are not: the row stays
+ * {@code processing}, and each says what the next driver may do.
  */
 public sealed interface StripeOutcome {
 
@@ -21,14 +21,46 @@ public sealed interface StripeOutcome {
     record Rejected(int httpStatus, String code, String message, String param) implements StripeOutcome {
     }
 
-    /** Provably not executed at Stripe (429, auth failure, circuit open, bulkhead full). Safe to try again. */
+    /**
+     * Stripe named a PaymentIntent that is not final yet ({@code processing}, {@code requires_capture},
+     * {@code requires_confirmation}, {@code requires_payment_method} without a payment error). It is followed by
+     * id until it is final; a create would only replay this stale answer.
+     */
+    record Pending(String paymentIntentId, String status) implements StripeOutcome {
+    }
+
+    /**
+     * No try of this call can have run at Stripe (429, authentication, circuit open, bulkhead full, lease spent
+     * before sending). Safe to send again with the same key. It says nothing about earlier calls of the key.
+     */
     record NotSent(String reason) implements StripeOutcome {
     }
 
     /**
-     * Maybe charged, maybe not (timeout, dropped connection, 5xx, 409). {@code serverError}: Stripe answered 5xx,
-     * which it replays for the same key, so the next attempt must look the payment up rather than re-send.
+     * Maybe charged, maybe not: a timeout, a dropped connection, a 5xx from Stripe's edge, Stripe's 409 (another
+     * request with the key is running there), or a 5xx Stripe answered first-hand. Re-sending the same key is safe.
+     * {@code serverError}: Stripe's API answered 5xx for this key first-hand; the next driver may list the key's
+     * PaymentIntents once the key is proven finished (a replayed 5xx, or time).
      */
     record Unknown(String reason, boolean serverError) implements StripeOutcome {
+    }
+
+    /**
+     * Stripe replayed a stored 5xx for the key ({@code Idempotent-Replayed: true}): its one execution of the key is
+     * over (it may have created a PaymentIntent before failing), and every later request with the key replays. A
+     * list of the key's PaymentIntents now tells the truth.
+     *
+     * @param explainedByThisCall an earlier try of this same call may have been that execution; when false and the
+     *                            row has no record of ever sending the key, Stripe knows a history the row lost
+     */
+    record KeyFinishedWithError(String reason, boolean explainedByThisCall) implements StripeOutcome {
+    }
+
+    /**
+     * Stripe refused the key because it was first used with other parameters ({@code idempotency_error}): a request
+     * with this key exists at Stripe and it is not this one. Since everything Stripe sees is derived from (client,
+     * key, request), only a row lost by the database and a different retry body get here. Never "absent".
+     */
+    record KeyConflict(String reason) implements StripeOutcome {
     }
 }

@@ -1,6 +1,8 @@
 package dev.chargeonce.charge;
 
+import static dev.chargeonce.testing.TestClients.ACME;
 import static dev.chargeonce.testing.TestClients.ACME_KEY;
+import static dev.chargeonce.testing.TestClients.GLOBEX;
 import static dev.chargeonce.testing.TestClients.GLOBEX_KEY;
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.equalTo;
@@ -73,9 +75,9 @@ class ChargeApiTest {
         assertEquals(first.asString(), reordered.asString());
 
         assertEquals(createsAfterFirst, stripe.createRequests(), "replays never reach Stripe");
-        List<?> intents = stripe.intentsForCharge(chargeId);
+        List<?> intents = stripe.intentsFor(ACME, key);
         assertEquals(1, intents.size());
-        assertEquals(paymentIntent, stripe.intentsForCharge(chargeId).get(0).get("id").asText());
+        assertEquals(paymentIntent, stripe.intentsFor(ACME, key).get(0).get("id").asText());
     }
 
     @Test
@@ -90,7 +92,7 @@ class ChargeApiTest {
                 .body("error.param", equalTo("Idempotency-Key"));
 
         assertEquals(creates, stripe.createRequests());
-        assertEquals(1, stripe.intentsForCharge(chargeId).size());
+        assertEquals(1, stripe.intentsFor(ACME, key).size());
         // The original answer is still the one replayed.
         post(ACME_KEY, key, VISA).then().statusCode(201).header("Idempotent-Replayed", "true").body("id", equalTo(chargeId));
     }
@@ -139,8 +141,8 @@ class ChargeApiTest {
         String globexId = globex.jsonPath().getString("id");
         assertNotEquals(acmeId, globexId);
         assertNotEquals(acme.jsonPath().getString("payment_intent"), globex.jsonPath().getString("payment_intent"));
-        assertEquals(1, stripe.intentsForCharge(acmeId).size());
-        assertEquals(1, stripe.intentsForCharge(globexId).size());
+        assertEquals(1, stripe.intentsFor(ACME, key).size());
+        assertEquals(1, stripe.intentsFor(GLOBEX, key).size());
 
         // Each replay is the client's own answer.
         assertEquals(acme.asString(), post(ACME_KEY, key, VISA).asString());
@@ -171,20 +173,27 @@ class ChargeApiTest {
     @Test
     void stripeDroppingTheConnectionAfterChargingEndsInOneCharge() {
         String key = UUID.randomUUID().toString();
-        // Drop the answer to the create and to the JDK's silent re-send of it: the service sees a dead connection.
-        stripe.faults("drop_after=2");
+        // Stripe charges on the first try and every answer is lost on the way back: all three tries of the call
+        // (the first and two fault-tolerance retries, the JDK's silent re-send being off) die without an answer.
+        stripe.plan("drop", "drop", "drop");
+        long creates = stripe.createRequests();
         Response first = post(ACME_KEY, key, VISA);
-        stripe.clearFaults();
-        Response last = first;
-        for (int i = 0; i < 10 && last.statusCode() != 201; i++) {
-            assertEquals(503, last.statusCode(), "an unknown outcome is a 503, never a final answer: " + last.asString());
-            assertNotEquals(null, last.header("Retry-After"));
-            last = post(ACME_KEY, key, VISA);
-        }
-        assertEquals(201, last.statusCode(), last.asString());
-        String chargeId = last.jsonPath().getString("id");
-        assertEquals(1, stripe.intentsForCharge(chargeId).size(), "one PaymentIntent, whatever the retries");
-        assertEquals(last.asString(), post(ACME_KEY, key, VISA).asString());
+        assertEquals(503, first.statusCode(), "an unknown outcome is a 503, never a final answer: " + first.asString());
+        assertEquals("stripe_outcome_unknown", first.jsonPath().getString("error.code"));
+        assertNotEquals(null, first.header("Retry-After"));
+        assertEquals(1, stripe.intentsFor(ACME, key).size(), "the first try did charge");
+        assertEquals(creates + 3, stripe.createRequests(), "three tries were sent, each its own request");
+
+        // The retry the 503 asks for re-sends the same Stripe key, and Stripe answers with the payment it made.
+        Response retry = post(ACME_KEY, key, VISA);
+        assertEquals(201, retry.statusCode(), retry.asString());
+        List<com.fasterxml.jackson.databind.JsonNode> intents = stripe.intentsFor(ACME, key);
+        assertEquals(1, intents.size(), "one PaymentIntent, whatever the retries: a retry never gets a fresh Stripe key");
+        assertEquals(intents.get(0).get("id").asText(), retry.jsonPath().getString("payment_intent"));
+        assertEquals(intents.get(0).get("sandbox_idempotency_key").asText(),
+                dev.chargeonce.stripe.StripeKeys.derive(ACME, new dev.chargeonce.idempotency.IdempotencyKey(key), 1),
+                "the Stripe key is derived from (client, key, attempt), nothing else");
+        assertEquals(retry.asString(), post(ACME_KEY, key, VISA).asString());
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.chargeonce.charge;
 
+import static dev.chargeonce.testing.TestClients.ACME;
 import static dev.chargeonce.testing.TestClients.ACME_KEY;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -42,6 +43,7 @@ class ConcurrentRetriesTest {
         stripe.clearFaults();
         // Slow Stripe a little so that the racing requests really overlap the one that holds the claim.
         stripe.faults("latency_ms=300");
+        long createsBefore = stripe.createRequests();
         String key = UUID.randomUUID().toString();
         HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
         HttpRequest request = HttpRequest.newBuilder(charges)
@@ -82,7 +84,8 @@ class ConcurrentRetriesTest {
         assertTrue(conflicts > 0, "the race really happened: some requests found the key in flight");
 
         String chargeId = new com.fasterxml.jackson.databind.ObjectMapper().readTree(created).get("id").asText();
-        assertEquals(1, stripe.intentsForCharge(chargeId).size(), "Stripe saw exactly one PaymentIntent");
+        assertEquals(1, stripe.intentsFor(ACME, key).size(), "Stripe saw exactly one PaymentIntent");
+        assertEquals(createsBefore + 1, stripe.createRequests(), "and exactly one create request: only the claim holder called");
         long creates = stripe.createRequests();
         for (int i = 0; i < 5; i++) {
             HttpResponse<String> replay = http.send(request, HttpResponse.BodyHandlers.ofString());

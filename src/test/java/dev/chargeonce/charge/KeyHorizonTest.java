@@ -50,7 +50,7 @@ class KeyHorizonTest {
                 .body("error.code", equalTo("charge_under_reconciliation"));
 
         assertEquals(creates, stripe.createRequests(), "no create with a key Stripe may have forgotten");
-        assertEquals(0, stripe.intentsForCharge(chargeId).size());
+        assertEquals(0, stripe.intentsFor(ACME, key).size());
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
                 "SELECT status, needs_reconciliation FROM stripe_intents WHERE id = ?")) {
             ps.setString(1, chargeId);
@@ -69,13 +69,13 @@ class KeyHorizonTest {
         String key = UUID.randomUUID().toString();
         String chargeId = insertAbandonedRow(key, "25 hours");
         // The payment the crashed attempt made, a day ago, as Stripe still lists it.
-        createAtStripeDirectly(chargeId, java.time.Instant.now().minusSeconds(25 * 3600 - 5));
+        createAtStripeDirectly(key, chargeId, java.time.Instant.now().minusSeconds(25 * 3600 - 5));
         long creates = stripe.createRequests();
 
         String paymentIntent = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201)
                 .body("id", equalTo(chargeId)).extract().path("payment_intent");
         assertEquals(creates, stripe.createRequests(), "found by lookup, not re-created");
-        assertEquals(stripe.intentsForCharge(chargeId).get(0).get("id").asText(), paymentIntent);
+        assertEquals(stripe.intentsFor(ACME, key).get(0).get("id").asText(), paymentIntent);
     }
 
     @Test
@@ -83,17 +83,61 @@ class KeyHorizonTest {
         SandboxControl stripe = new SandboxControl(sandboxBase);
         stripe.clearFaults();
         String key = UUID.randomUUID().toString();
-        // First sent two hours ago (lost before reaching Stripe); re-sent with the same key just now, when Stripe
-        // charged and then answered 500. The PaymentIntent is two hours younger than the key's first send.
-        String chargeId = insertAbandonedRow(key, "2 hours", "server_error");
-        createAtStripeDirectly(chargeId, java.time.Instant.now());
-        long creates = stripe.createRequests();
+        // The key was first sent two hours ago (that request was lost before reaching Stripe); re-sent just now,
+        // Stripe charged and then answered 500. The PaymentIntent is two hours younger than the key's first send:
+        // the lookup's window runs from the first send to the last one, not from the first send plus a little.
+        stripe.plan("fail_after");
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503);
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "UPDATE stripe_intents SET stripe_key_first_sent = stripe_key_first_sent - interval '2 hours',"
+                        + " created_at = created_at - interval '2 hours' WHERE client_id = ? AND idempotency_key = ?")) {
+            ps.setString(1, ACME);
+            ps.setString(2, key);
+            assertEquals(1, ps.executeUpdate());
+        }
 
         String paymentIntent = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201)
-                .body("id", equalTo(chargeId)).extract().path("payment_intent");
-        assertEquals(creates, stripe.createRequests(), "found by lookup: no second attempt with a new Stripe key");
-        assertEquals(1, stripe.intentsForCharge(chargeId).size());
-        assertEquals(stripe.intentsForCharge(chargeId).get(0).get("id").asText(), paymentIntent);
+                .extract().path("payment_intent");
+        assertEquals(1, stripe.intentsFor(ACME, key).size(), "found by lookup: no second attempt with a new Stripe key");
+        assertEquals(stripe.intentsFor(ACME, key).get(0).get("id").asText(), paymentIntent);
+        assertEquals("1", stripe.intentsFor(ACME, key).get(0).get("metadata").get("chargeonce_attempt").asText());
+    }
+
+    @Test
+    void aRowBetweenTheHorizonAndStripesDayIsNeverResentAsACreate() throws Exception {
+        // 23 h 30 min: past our horizon (23 h), before Stripe's 24 h. Stripe still knows the key, but the service no
+        // longer trusts that it does.
+        SandboxControl stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+        String key = UUID.randomUUID().toString();
+        String chargeId = insertAbandonedRow(key, "23 hours 30 minutes");
+        long creates = stripe.createRequests();
+
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503)
+                .body("error.code", equalTo("charge_under_reconciliation"));
+        assertEquals(creates, stripe.createRequests(), "no create with a key past the horizon");
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT needs_reconciliation FROM stripe_intents WHERE id = ?")) {
+            ps.setString(1, chargeId);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertTrue(rs.next());
+                assertTrue(rs.getBoolean(1), "parked for reconciliation");
+            }
+        }
+    }
+
+    @Test
+    void aRowJustInsideTheHorizonIsStillDrivenWithItsKey() throws Exception {
+        // 22 h 50 min: inside the horizon, the same key is re-sent (and Stripe, which still knows it, would replay).
+        SandboxControl stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+        String key = UUID.randomUUID().toString();
+        insertAbandonedRow(key, "22 hours 50 minutes");
+        String paymentIntent = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201)
+                .extract().path("payment_intent");
+        assertEquals(1, stripe.intentsFor(ACME, key).size());
+        assertEquals(paymentIntent, stripe.intentsFor(ACME, key).get(0).get("id").asText());
+        assertEquals("1", stripe.intentsFor(ACME, key).get(0).get("metadata").get("chargeonce_attempt").asText());
     }
 
     private String insertAbandonedRow(String key, String age) throws Exception {
@@ -121,15 +165,15 @@ class KeyHorizonTest {
         return chargeId;
     }
 
-    private void createAtStripeDirectly(String chargeId, java.time.Instant created) throws Exception {
+    private void createAtStripeDirectly(String key, String chargeId, java.time.Instant created) throws Exception {
         java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
                 java.net.http.HttpRequest.newBuilder(java.net.URI.create(sandboxBase + "/v1/payment_intents"))
                         .header("Authorization", "Bearer sk_test_sandbox")
                         .header("Content-Type", "application/x-www-form-urlencoded")
                         .header("Sandbox-Created", Long.toString(created.getEpochSecond()))
                         .POST(java.net.http.HttpRequest.BodyPublishers.ofString(
-                                "amount=1000&currency=usd&payment_method=pm_card_visa&confirm=true&metadata[chargeonce_charge_id]="
-                                        + chargeId + "&metadata[chargeonce_attempt]=1"))
+                                "amount=1000&currency=usd&payment_method=pm_card_visa&confirm=true&metadata[chargeonce_key]="
+                                        + dev.chargeonce.stripe.StripeKeys.identity(ACME, key) + "&metadata[chargeonce_attempt]=1"))
                         .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
         assertEquals(200, r.statusCode(), r.body());
     }

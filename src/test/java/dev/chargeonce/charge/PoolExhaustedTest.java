@@ -65,6 +65,6 @@ class PoolExhaustedTest {
         }
         // The same key, once the pool is back, charges exactly once.
         String id = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201).extract().path("id");
-        assertEquals(1, stripe.intentsForCharge(id).size());
+        assertEquals(1, stripe.intentsFor(dev.chargeonce.testing.TestClients.ACME, key).size());
     }
 }

@@ -1,5 +1,6 @@
 package dev.chargeonce.charge;
 
+import static dev.chargeonce.testing.TestClients.ACME;
 import static dev.chargeonce.testing.TestClients.ACME_KEY;
 import static org.hamcrest.Matchers.equalTo;
 import static org.hamcrest.Matchers.notNullValue;
@@ -56,7 +57,7 @@ class StripeUnknownOutcomeTest {
         Response retry = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
         retry.then().statusCode(201);
         String chargeId = retry.jsonPath().getString("id");
-        List<JsonNode> intents = stripe.intentsForCharge(chargeId);
+        List<JsonNode> intents = stripe.intentsFor(ACME, key);
         assertEquals(1, intents.size(), "the payment made before the 500 is the only one");
         assertEquals(intents.get(0).get("id").asText(), retry.jsonPath().getString("payment_intent"));
         assertEquals("1", intents.get(0).get("metadata").get("chargeonce_attempt").asText(),
@@ -74,7 +75,7 @@ class StripeUnknownOutcomeTest {
         Response retry = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
         retry.then().statusCode(201);
         String chargeId = retry.jsonPath().getString("id");
-        List<JsonNode> intents = stripe.intentsForCharge(chargeId);
+        List<JsonNode> intents = stripe.intentsFor(ACME, key);
         assertEquals(1, intents.size(), "exactly one payment in the end");
         assertEquals("2", intents.get(0).get("metadata").get("chargeonce_attempt").asText(),
                 "the second attempt, with a new Stripe key, only after the lookup proved the first created nothing");
@@ -88,6 +89,6 @@ class StripeUnknownOutcomeTest {
                 .body("error.code", equalTo("stripe_unavailable"));
         // The lease was released because Stripe provably did not execute: no 409, no waiting for the lease.
         String chargeId = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201).extract().path("id");
-        assertEquals(1, stripe.intentsForCharge(chargeId).size());
+        assertEquals(1, stripe.intentsFor(ACME, key).size());
     }
 }

@@ -502,7 +502,18 @@ class OpenApiContractTest {
 
         // The retry the 503 asks for: looked up at Stripe first, then charged exactly once.
         String id = check(create, 201).json().get("id").asText();
-        assertEquals(1, stripe.intentsForCharge(id).size());
+        assertEquals(1, stripe.intentsFor(dev.chargeonce.testing.TestClients.ACME, key).size());
+    }
+
+    @Test
+    @Order(62)
+    void aPaymentStripeHasNotFinishedIs503PaymentProcessing() {
+        // pm_sandbox_processing: Stripe answers `processing` (a bank debit): not final, followed by id.
+        Call pending = Call.createCharge(newKey(), VISA.replace("pm_card_visa", "pm_sandbox_processing"));
+        Answer first = check(pending, 503);
+        assertEquals("payment_processing", first.json().get("error").get("code").asText());
+        assertTrue(Integer.parseInt(first.header("Retry-After")) >= 1);
+        assertEquals("payment_processing", check(pending, 503).json().get("error").get("code").asText());
     }
 
     @Test

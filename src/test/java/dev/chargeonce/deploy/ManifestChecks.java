@@ -568,7 +568,9 @@ final class ManifestChecks {
         Map<String, String> required = new LinkedHashMap<>();
         required.put("replica lag over 1 s", "chargeonce_replica_lag_seconds");
         required.put("duplicate or missing charges found by reconciliation", "chargeonce_reconciliation_findings_total");
-        required.put("rows stuck in processing past the lease", "chargeonce_processing_expired_rows");
+        required.put("rows processing long after their claim (by age, not by lease)", "chargeonce_processing_overdue_rows");
+        required.put("any row parked for reconciliation", "chargeonce_reconciliation_rows");
+        required.put("rows left with an expired lease (no recovery worker)", "chargeonce_processing_expired_rows");
         required.put("rows past the key horizon", "chargeonce_reconciliation_parked_total");
         required.put("circuit open", "ft_circuitbreaker_state_current");
         required.put("elevated 5xx", "http_server_requests_seconds_count");

@@ -45,7 +45,8 @@ class CrashBetweenStripeAndUpdateIT {
 
     private Map<String, String> config(boolean recovery) {
         Map<String, String> config = env.serviceConfig();
-        config.put("chargeonce.idempotency.lease", "4s");
+        // Stripe holds the create 2 s (the kill lands meanwhile): the read timeout must outlast it.
+        ProcessEnvironment.shortLease(config, Duration.ofSeconds(4), Duration.ofSeconds(3));
         config.put("chargeonce.recovery.enabled", Boolean.toString(recovery));
         config.put("chargeonce.recovery.interval", "1s");
         return config;

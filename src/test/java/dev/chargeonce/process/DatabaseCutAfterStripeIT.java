@@ -33,7 +33,8 @@ class DatabaseCutAfterStripeIT {
     void setUp() {
         env = new ProcessEnvironment("dbcut");
         Map<String, String> config = env.serviceConfig();
-        config.put("chargeonce.idempotency.lease", "3s");
+        // Stripe holds the create 1.5 s while the database is cut: the read timeout must outlast it.
+        ProcessEnvironment.shortLease(config, java.time.Duration.ofSeconds(4), java.time.Duration.ofSeconds(2));
         config.put("chargeonce.recovery.interval", "1s");
         service = ServiceProcess.start("dbcut", config);
     }

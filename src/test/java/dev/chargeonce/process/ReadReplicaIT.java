@@ -128,7 +128,7 @@ class ReadReplicaIT {
             assertTrue(retry.replayed(), "a retry is a replay: " + retry);
             assertEquals(first.body(), retry.body(), "a replay is byte for byte the first answer");
         }
-        List<StripeSandbox.PaymentIntent> intents = env.stripe.intentsForCharge(chargeId);
+        List<StripeSandbox.PaymentIntent> intents = env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key));
         assertEquals(1, intents.size(), "Stripe saw one PaymentIntent for the key");
         assertEquals(connectionsBefore, replicaProxy.connectionsAccepted(), "the POST path never connected to the replica");
         assertEquals(bytesBefore, replicaProxy.bytesToTarget(), "the POST path never sent a statement to the replica");

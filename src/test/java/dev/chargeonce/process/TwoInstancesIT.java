@@ -103,7 +103,7 @@ class TwoInstancesIT {
         String body = charged.get(0).body();
         String chargeId = JSON.readTree(body).get("id").asText();
         System.out.printf("two instances, %d concurrent requests with one key: %d x 201 (A %d, B %d), %d x 409, %d PaymentIntent(s)%n",
-                REQUESTS, charged.size(), chargedBy[0], chargedBy[1], inFlight, env.stripe.intentsForCharge(chargeId).size());
+                REQUESTS, charged.size(), chargedBy[0], chargedBy[1], inFlight, env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key)).size());
         for (ChargeClient.Answer answer : answers) {
             assertTrue(answer.status() == 201 || answer.status() == 409, "every answer is the charge or in flight: " + answer);
             if (answer.status() == 201) {
@@ -112,7 +112,7 @@ class TwoInstancesIT {
                 assertNotNull(answer.retryAfter(), "a 409 says when to retry");
             }
         }
-        assertEquals(1, env.stripe.intentsForCharge(chargeId).size(), "exactly one PaymentIntent at Stripe for the charge");
+        assertEquals(1, env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key)).size(), "exactly one PaymentIntent at Stripe for the charge");
         assertEquals(intentsBefore + 1, env.stripe.ledger().size(), "and no other PaymentIntent at all");
         assertEquals(createsBefore + 1, env.stripe.createRequests(), "only the claim holder called Stripe");
 

@@ -42,6 +42,28 @@ public final class ProcessEnvironment implements AutoCloseable {
         return config;
     }
 
+    /**
+     * A lease of a few seconds, so that a test sees takeovers quickly, with Stripe timeouts and retries cut to fit
+     * inside it: the service refuses to start with a lease shorter than one Stripe call can take (a holder must be
+     * done sending before anyone else may take over). {@code readTimeout} is the SDK's per-try wait.
+     */
+    public static void shortLease(Map<String, String> config, java.time.Duration lease, java.time.Duration readTimeout) {
+        long connect = 500;
+        long perTry = connect + readTimeout.toMillis();
+        long pause = 200 + 150; // the retry's delay and jitter
+        int retries = 2;
+        while (retries > 0 && (retries + 1) * perTry + retries * pause >= lease.toMillis() - 250) {
+            retries--;
+        }
+        if (perTry >= lease.toMillis() - 250) {
+            throw new IllegalArgumentException("a " + readTimeout + " read timeout does not fit in a " + lease + " lease");
+        }
+        config.put("chargeonce.idempotency.lease", lease.toMillis() + "ms");
+        config.put("chargeonce.stripe.connect-timeout", connect + "ms");
+        config.put("chargeonce.stripe.read-timeout", readTimeout.toMillis() + "ms");
+        config.put("dev.chargeonce.stripe.StripeApi/create/Retry/maxRetries", Integer.toString(retries));
+    }
+
     /** A direct connection to the test database (not through the proxy), to inspect rows. */
     public Connection connect() throws SQLException {
         return DriverManager.getConnection(TestPostgres.jdbcUrl(TestPostgres.port(), database), "postgres", "postgres");

@@ -1,0 +1,164 @@
+package dev.chargeonce.charge;
+
+import static dev.chargeonce.testing.TestClients.ACME;
+import static dev.chargeonce.testing.TestClients.ACME_KEY;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.chargeonce.testing.PostgresAndSandbox;
+import dev.chargeonce.testing.SandboxControl;
+import io.agroal.api.AgroalDataSource;
+import io.quarkus.test.common.TestResourceScope;
+import io.quarkus.test.common.WithTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.response.Response;
+import jakarta.inject.Inject;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.util.List;
+import java.util.UUID;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The database loses the row after Stripe charged (a failover to an asynchronous standby, a point-in-time restore,
+ * an operator's mistake): the PaymentIntent exists, the row does not. A retry of the same key claims a new row. It
+ * must recover the original PaymentIntent or park the row for an operator; it must never make a second one.
+ */
+@QuarkusTest
+@WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
+class LostRowTest {
+
+    @Inject
+    AgroalDataSource primary;
+
+    @ConfigProperty(name = "chargeonce.stripe.api-base")
+    String sandboxBase;
+
+    SandboxControl stripe;
+
+    @BeforeEach
+    void setUp() {
+        stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+    }
+
+    @AfterEach
+    void tearDown() {
+        stripe.clearFaults();
+    }
+
+    @Test
+    void aRetryAfterTheRowWasLostAnswersTheOriginalPaymentIntent() throws Exception {
+        String key = UUID.randomUUID().toString();
+        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        first.then().statusCode(201);
+        String original = first.jsonPath().getString("payment_intent");
+
+        loseRow(key);
+        Response after = retryUntilFinal(key, ChargeApiTest.VISA);
+
+        assertEquals(201, after.statusCode(), after.asString());
+        assertEquals(original, after.jsonPath().getString("payment_intent"), "the original PaymentIntent, recovered from Stripe");
+        assertOnlyPaymentIntent(key, original);
+    }
+
+    @Test
+    void aLostRowWhoseKeyGotA500AfterChargingIsFoundNotChargedAgain() throws Exception {
+        String key = UUID.randomUUID().toString();
+        stripe.plan("fail_after");
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503);
+        Response resolved = retryUntilFinal(key, ChargeApiTest.VISA);
+        assertEquals(201, resolved.statusCode(), resolved.asString());
+        String original = resolved.jsonPath().getString("payment_intent");
+
+        // Stripe now replays that 500 for the key, to anyone: a new row cannot tell what happened from the key alone.
+        loseRow(key);
+        Response after = retryUntilFinal(key, ChargeApiTest.VISA);
+
+        // Found by the key's identity, searched back over the lost-history lookback.
+        assertEquals(201, after.statusCode(), after.asString());
+        assertFinalIsOriginalOrParked(after, original);
+        assertOnlyPaymentIntent(key, original);
+    }
+
+    @Test
+    void aLostRowThatHadMovedToASecondStripeAttemptIsRecovered() throws Exception {
+        String key = UUID.randomUUID().toString();
+        stripe.plan("fail_before");
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503);
+        Response resolved = retryUntilFinal(key, ChargeApiTest.VISA);
+        assertEquals(201, resolved.statusCode(), resolved.asString());
+        String original = resolved.jsonPath().getString("payment_intent");
+        assertEquals("2", stripe.intentsFor(ACME, key).get(0).get("metadata").get("chargeonce_attempt").asText());
+
+        loseRow(key);
+        Response after = retryUntilFinal(key, ChargeApiTest.VISA);
+
+        // Attempt 1's stored 500 sends the new row searching: the identity finds attempt 2's PaymentIntent.
+        assertEquals(201, after.statusCode(), after.asString());
+        assertFinalIsOriginalOrParked(after, original);
+        assertOnlyPaymentIntent(key, original);
+    }
+
+    @Test
+    void aLostRowRetriedWithAnotherBodyIsParkedNotCharged() throws Exception {
+        String key = UUID.randomUUID().toString();
+        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        first.then().statusCode(201);
+        String original = first.jsonPath().getString("payment_intent");
+
+        // Without the row, nothing here can say "422: this key was used with another body"; Stripe still can.
+        loseRow(key);
+        Response other = retryUntilFinal(key, ChargeApiTest.VISA.replace("1000", "2500"));
+
+        assertEquals(503, other.statusCode(), other.asString());
+        assertEquals("charge_under_reconciliation", other.jsonPath().getString("error.code"));
+        assertOnlyPaymentIntent(key, original);
+    }
+
+    /** Retries until an answer that is not "retry later" (503 stripe_* / 409), as a client would; at most 8 times. */
+    private Response retryUntilFinal(String key, String body) throws InterruptedException {
+        Response answer = null;
+        for (int i = 0; i < 8; i++) {
+            answer = ChargeApiTest.post(ACME_KEY, key, body);
+            boolean retryLater = answer.statusCode() == 409 || (answer.statusCode() == 503
+                    && !"charge_under_reconciliation".equals(answer.jsonPath().getString("error.code")));
+            if (!retryLater) {
+                return answer;
+            }
+            Thread.sleep(100);
+        }
+        return answer;
+    }
+
+    private void assertFinalIsOriginalOrParked(Response after, String original) {
+        if (after.statusCode() == 201) {
+            assertEquals(original, after.jsonPath().getString("payment_intent"), "the original PaymentIntent");
+        } else {
+            assertEquals(503, after.statusCode(), after.asString());
+            assertEquals("charge_under_reconciliation", after.jsonPath().getString("error.code"), after.asString());
+        }
+    }
+
+    private void assertOnlyPaymentIntent(String key, String original) {
+        stripe.awaitIdle(java.time.Duration.ofSeconds(10));
+        List<JsonNode> intents = stripe.intentsFor(ACME, key);
+        assertEquals(1, intents.size(), "one PaymentIntent for the key, whatever the database forgot: " + intents);
+        assertEquals(original, intents.get(0).get("id").asText());
+        assertTrue(intents.get(0).get("status").asText().equals("succeeded"));
+    }
+
+    /** What a failover to an asynchronous standby does to the last commits. */
+    private void loseRow(String key) throws Exception {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "DELETE FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+            ps.setString(1, ACME);
+            ps.setString(2, key);
+            assertEquals(1, ps.executeUpdate());
+        }
+    }
+}

@@ -1,0 +1,131 @@
+package dev.chargeonce.charge;
+
+import static dev.chargeonce.testing.TestClients.ACME;
+import static dev.chargeonce.testing.TestClients.ACME_KEY;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+
+import dev.chargeonce.stripe.StripeKeys;
+import dev.chargeonce.testing.PostgresAndSandbox;
+import dev.chargeonce.testing.SandboxControl;
+import io.agroal.api.AgroalDataSource;
+import io.quarkus.test.common.TestResourceScope;
+import io.quarkus.test.common.WithTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.response.Response;
+import jakarta.inject.Inject;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.util.UUID;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * PaymentIntents that are not final yet (a bank debit {@code processing}; {@code requires_payment_method} with no
+ * error) are followed by id until they are, never re-sent as creates: Stripe would only replay the stale answer.
+ */
+@QuarkusTest
+@WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
+class PendingPaymentIntentTest {
+
+    static final String PROCESSING = ChargeApiTest.VISA.replace("pm_card_visa", "pm_sandbox_processing");
+
+    @Inject
+    AgroalDataSource primary;
+
+    @ConfigProperty(name = "chargeonce.stripe.api-base")
+    String sandboxBase;
+
+    SandboxControl stripe;
+
+    @BeforeEach
+    void setUp() {
+        stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+    }
+
+    @AfterEach
+    void tearDown() {
+        stripe.clearFaults();
+        stripe.forgetSeeded();
+    }
+
+    @Test
+    void aProcessingPaymentIsFollowedByIdAndAnsweredOnceItSucceeds() throws Exception {
+        String key = UUID.randomUUID().toString();
+        Response first = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
+        assertEquals(503, first.statusCode(), first.asString());
+        assertEquals("payment_processing", first.jsonPath().getString("error.code"));
+        String paymentIntent = stripe.intentsFor(ACME, key).get(0).get("id").asText();
+        assertEquals(paymentIntent, rowPaymentIntent(key), "the PaymentIntent id is stored as soon as Stripe names it");
+        long creates = stripe.createRequests();
+
+        Response stillProcessing = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
+        assertEquals(503, stillProcessing.statusCode(), stillProcessing.asString());
+        assertEquals("payment_processing", stillProcessing.jsonPath().getString("error.code"));
+
+        stripe.settle(paymentIntent, "succeeded");
+        Response done = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
+        assertEquals(201, done.statusCode(), done.asString());
+        assertEquals(paymentIntent, done.jsonPath().getString("payment_intent"));
+        assertEquals(creates, stripe.createRequests(), "followed by retrieving the PaymentIntent, never by another create");
+        assertEquals(1, stripe.intentsFor(ACME, key).size());
+        assertEquals(done.asString(), ChargeApiTest.post(ACME_KEY, key, PROCESSING).asString(), "then replayed");
+    }
+
+    @Test
+    void aProcessingPaymentThatFailsIsAnswered402() throws Exception {
+        String key = UUID.randomUUID().toString();
+        ChargeApiTest.post(ACME_KEY, key, PROCESSING).then().statusCode(503);
+        String paymentIntent = stripe.intentsFor(ACME, key).get(0).get("id").asText();
+        stripe.settle(paymentIntent, "requires_payment_method");
+        Response failed = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
+        assertEquals(402, failed.statusCode(), failed.asString());
+        assertEquals(paymentIntent, failed.jsonPath().getString("error.payment_intent"));
+    }
+
+    @Test
+    void aFoundPaymentIntentWaitingForAPaymentMethodWithoutAnErrorIsNotADecline() throws Exception {
+        String key = UUID.randomUUID().toString();
+        stripe.plan("fail_before");
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503);
+        // What a lookup may find: a PaymentIntent of this key that has no payment error (yet).
+        long now = System.currentTimeMillis() / 1000;
+        String found = stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=requires_payment_method"
+                + "&metadata[chargeonce_key]=" + StripeKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME
+                + "&metadata[chargeonce_attempt]=1&metadata[chargeonce_charge_id]=" + rowId(key)).get("last").asText();
+
+        Response retry = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        assertNotEquals(402, retry.statusCode(), "no payment error, so no decline: " + retry.asString());
+        assertEquals(503, retry.statusCode(), retry.asString());
+
+        stripe.settle(found, "succeeded");
+        Response done = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        assertEquals(201, done.statusCode(), done.asString());
+        assertEquals(found, done.jsonPath().getString("payment_intent"));
+        assertEquals(1, stripe.intentsFor(ACME, key).size());
+    }
+
+    private String rowPaymentIntent(String key) throws Exception {
+        return rowColumn(key, "payment_intent_id");
+    }
+
+    private String rowId(String key) throws Exception {
+        return rowColumn(key, "id");
+    }
+
+    private String rowColumn(String key, String column) throws Exception {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT " + column + " FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+            ps.setString(1, ACME);
+            ps.setString(2, key);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getString(1);
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+package dev.chargeonce.charge;
+
+import static dev.chargeonce.testing.TestClients.ACME;
+import static dev.chargeonce.testing.TestClients.ACME_KEY;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.chargeonce.testing.PostgresAndSandbox;
+import dev.chargeonce.testing.SandboxControl;
+import io.quarkus.test.common.TestResourceScope;
+import io.quarkus.test.common.WithTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.junit.QuarkusTestProfile;
+import io.quarkus.test.junit.TestProfile;
+import dev.chargeonce.recovery.RecoveryWorker;
+import io.restassured.response.Response;
+import jakarta.inject.Inject;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Stripe keeps working on a request after the service gave up on it (read timeout), and a later try of the same
+ * key meets Stripe's edge failing, or a 429. Absence may be concluded only once Stripe is provably done with the
+ * key; a 503 may say "nothing was charged" only when no try of the request can have reached Stripe.
+ */
+@QuarkusTest
+@TestProfile(StripeStillWorkingTest.ShortReadTimeout.class)
+@WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
+class StripeStillWorkingTest {
+
+    /** The service waits 1 s for Stripe; the sandbox's slow requests take 3 s and then charge anyway. */
+    public static class ShortReadTimeout implements QuarkusTestProfile {
+        @Override
+        public Map<String, String> getConfigOverrides() {
+            return Map.of("chargeonce.stripe.read-timeout", "1s",
+                    "chargeonce.stripe.request-max-duration", "4s",
+                    "chargeonce.idempotency.lease", "10s");
+        }
+    }
+
+    @ConfigProperty(name = "chargeonce.stripe.api-base")
+    String sandboxBase;
+
+    @Inject
+    RecoveryWorker worker;
+
+    SandboxControl stripe;
+
+    @BeforeEach
+    void setUp() {
+        stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+    }
+
+    @AfterEach
+    void tearDown() {
+        stripe.awaitIdle(Duration.ofSeconds(10));
+        stripe.clearFaults();
+    }
+
+    @Test
+    void anEdge5xxWhileTheFirstTryStillRunsAtStripeNeverLeadsToASecondAttempt() throws Exception {
+        String key = UUID.randomUUID().toString();
+        // Try 1 runs 3 s at Stripe (the service stops waiting after 1 s); try 2 meets Stripe's edge failing.
+        stripe.plan("slow:3000", "edge");
+        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        assertEquals(503, first.statusCode(), first.asString());
+
+        Response last = first;
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (last.statusCode() != 201 && System.nanoTime() < deadline) {
+            assertTrue(last.statusCode() == 503 || last.statusCode() == 409, "not final yet: " + last.asString());
+            Thread.sleep(200);
+            last = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        }
+        assertEquals(201, last.statusCode(), last.asString());
+        stripe.awaitIdle(Duration.ofSeconds(10));
+        List<JsonNode> intents = stripe.intentsFor(ACME, key);
+        assertEquals(1, intents.size(), "the first try's PaymentIntent is the only one: " + intents);
+        assertEquals(intents.get(0).get("id").asText(), last.jsonPath().getString("payment_intent"));
+        assertEquals("1", intents.get(0).get("metadata").get("chargeonce_attempt").asText(), "no second Stripe attempt");
+    }
+
+    @Test
+    void a429AfterATryThatTimedOutDoesNotSayNothingWasCharged() throws Exception {
+        String key = UUID.randomUUID().toString();
+        // Try 1 reaches Stripe and charges after the service stopped waiting; try 2 is rate limited.
+        stripe.plan("slow:3000", "rate_limit");
+        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        assertEquals(503, first.statusCode(), first.asString());
+        String message = first.jsonPath().getString("error.message");
+        assertFalse(message.contains("nothing was charged"), "an earlier try may have charged: " + message);
+        assertEquals("stripe_outcome_unknown", first.jsonPath().getString("error.code"));
+
+        stripe.awaitIdle(Duration.ofSeconds(10));
+        assertEquals(1, stripe.intentsFor(ACME, key).size(), "the timed-out try did charge");
+        Response last = first;
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (last.statusCode() != 201 && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            last = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        }
+        assertEquals(201, last.statusCode(), last.asString());
+        assertEquals(1, stripe.intentsFor(ACME, key).size());
+    }
+
+    @Test
+    void aRateLimitOnTheOnlyTryOfANewKeySaysNothingWasCharged() {
+        String key = UUID.randomUUID().toString();
+        stripe.plan("rate_limit");
+        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        assertEquals(503, first.statusCode(), first.asString());
+        assertEquals("stripe_unavailable", first.jsonPath().getString("error.code"));
+        assertTrue(first.jsonPath().getString("error.message").contains("nothing was charged"));
+        assertEquals(0, stripe.intentsFor(ACME, key).size());
+    }
+
+    @Test
+    void afterAStripe500TheWorkerMovesOnOnlyOnceNoRequestOfTheKeyCanStillRun() throws Exception {
+        String key = UUID.randomUUID().toString();
+        // Stripe answers 500 first-hand (nothing charged); the client goes away. No replay will come, since nobody
+        // re-sends: only time (request-max-duration, 4 s here) can prove that no request of the key still runs.
+        stripe.plan("fail_before");
+        long start = System.nanoTime();
+        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        assertEquals(503, first.statusCode(), first.asString());
+
+        worker.recoverOnce();
+        assertEquals(0, stripe.intentsFor(ACME, key).size(), "too early: the worker leaves the row alone");
+        long deadline = start + Duration.ofSeconds(30).toNanos();
+        while (stripe.intentsFor(ACME, key).isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            worker.recoverOnce();
+        }
+        long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
+        List<JsonNode> intents = stripe.intentsFor(ACME, key);
+        assertEquals(1, intents.size(), "the worker finished the charge");
+        assertEquals("2", intents.get(0).get("metadata").get("chargeonce_attempt").asText(), "with the next Stripe key");
+        assertTrue(elapsedMillis >= 4_000, "not before request-max-duration after the last send: " + elapsedMillis + " ms");
+
+        Response replay = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        assertEquals(201, replay.statusCode(), replay.asString());
+        assertEquals(intents.get(0).get("id").asText(), replay.jsonPath().getString("payment_intent"));
+    }
+}

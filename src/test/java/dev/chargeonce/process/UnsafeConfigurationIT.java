@@ -1,0 +1,41 @@
+package dev.chargeonce.process;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chargeonce.testing.ProcessEnvironment;
+import dev.chargeonce.testing.ServiceProcess;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Settings that would quietly break exactly-once are refused when the packaged service starts, naming the setting
+ * and the reason: an operator finds out at deploy time, not from a double charge.
+ */
+class UnsafeConfigurationIT {
+
+    @Test
+    void aKeyHorizonThatReachesStripesDayIsRefused() throws Exception {
+        String log = refused("unsafe-horizon", "chargeonce.stripe.key-horizon", "23h59m");
+        assertTrue(log.contains("chargeonce.stripe.key-horizon"), "the log names the setting:\n" + tail(log));
+        assertTrue(log.contains("24"), "and says why (Stripe's 24 h):\n" + tail(log));
+    }
+
+    @Test
+    void aLeaseShorterThanTheStripeCallBudgetIsRefused() throws Exception {
+        String log = refused("unsafe-lease", "chargeonce.idempotency.lease", "5s");
+        assertTrue(log.contains("chargeonce.idempotency.lease"), "the log names the setting:\n" + tail(log));
+    }
+
+    private static String refused(String name, String property, String value) throws Exception {
+        try (ProcessEnvironment env = new ProcessEnvironment(name.replace('-', '_'))) {
+            Map<String, String> config = env.serviceConfig();
+            config.put(property, value);
+            return ServiceProcess.startExpectingRefusal(name, config, Duration.ofSeconds(60));
+        }
+    }
+
+    private static String tail(String log) {
+        return log.length() > 4000 ? log.substring(log.length() - 4000) : log;
+    }
+}
