@@ -1,6 +1,7 @@
 package dev.chargeonce.process;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.testing.ChargeClient;
@@ -25,6 +26,9 @@ import org.junit.jupiter.api.Test;
  */
 class SlowOriginalRacingTakeoverIT {
 
+    /** How long Stripe takes over the original's create: well past its 1 s lease, below its 20 s read timeout. */
+    private static final long ORIGINAL_STRIPE_MILLIS = 10_000;
+
     ProcessEnvironment env;
     ServiceProcess service;
     final ChargeClient client = new ChargeClient(TestClients.ACME_KEY);
@@ -35,8 +39,10 @@ class SlowOriginalRacingTakeoverIT {
         Map<String, String> config = env.serviceConfig();
         config.put("chargeonce.idempotency.lease", "1s");
         config.put("chargeonce.recovery.enabled", "false");
-        // Long enough that the SDK waits for the slow Stripe instead of timing out.
-        config.put("chargeonce.stripe.read-timeout", "8s");
+        // Long enough that the original waits for the slow Stripe instead of timing out: the SDK's socket, and
+        // the fault-tolerance timeout above it (seconds, the annotation's unit).
+        config.put("chargeonce.stripe.read-timeout", "20s");
+        config.put("dev.chargeonce.stripe.StripeApi/create/Timeout/value", "25");
         service = ServiceProcess.start("race", config);
     }
 
@@ -49,20 +55,28 @@ class SlowOriginalRacingTakeoverIT {
     @Test
     void theRowKeepsOneOutcomeAndBothClientsAgreeWithIt() throws Exception {
         String key = UUID.randomUUID().toString();
-        env.stripe.setLatencyMillis(3_000);
+        // Only the original's create is slow, and far slower than its 1 s lease: the window in which the takeover
+        // below must happen is this long, whatever the machine's load.
+        env.stripe.plan("slow:" + ORIGINAL_STRIPE_MILLIS);
         CompletableFuture<ChargeClient.Answer> original = CompletableFuture.supplyAsync(
-                () -> client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30)));
-        env.awaitCreateRequests(1, Duration.ofSeconds(10));
-        Thread.sleep(1_300); // the original's 1 s lease has expired; Stripe is still charging it (3 s)
+                () -> client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(60)));
+        env.awaitCreateRequests(1, Duration.ofSeconds(30));
+        awaitLeaseExpired(key, Duration.ofSeconds(30));
+        assertEquals(1, env.stripe.executing(), "the original's lease expired while Stripe is still charging it");
+        long createsBeforeTakeover = env.stripe.createRequests();
 
         // The retry takes the row over (a new lease generation) and re-sends the same Stripe key.
-        ChargeClient.Answer takeover = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30));
+        ChargeClient.Answer takeover = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(60));
+        // The original's create ran from before the takeover until after its answer: so the row was taken over,
+        // and the same key re-sent, while Stripe was charging the original. Otherwise nothing raced.
+        assertEquals(1, env.stripe.executing(), "Stripe still charges the original after the takeover answered " + takeover);
+        assertFalse(original.isDone(), "the original still waits for Stripe");
+        assertTrue(env.stripe.createRequests() > createsBeforeTakeover, "the takeover re-sent the key to Stripe");
+        assertTrue(row(key).leaseGeneration >= 2, "the retry took the row over");
         ChargeClient.Answer slow = original.get();
-        env.stripe.setLatencyMillis(0);
 
         assertEquals(1, env.stripe.ledger().size(), "one PaymentIntent, whoever won");
         Row row = row(key);
-        assertTrue(row.leaseGeneration >= 2, "the retry took the row over");
         assertConsistentWithRow(slow, row);
         assertConsistentWithRow(takeover, row);
 
@@ -84,6 +98,26 @@ class SlowOriginalRacingTakeoverIT {
             assertEquals(finished.body, takeover.body());
         }
         assertEquals(1, env.stripe.ledger().size());
+    }
+
+    /** Polls the row until its lease has run out by the database's clock (the one the service's claim reads). */
+    private void awaitLeaseExpired(String key, Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
+                "SELECT lease_until < clock_timestamp() FROM stripe_intents WHERE idempotency_key = ?")) {
+            ps.setString(1, key);
+            while (true) {
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next() && rs.getBoolean(1)) {
+                        return;
+                    }
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("the original's lease did not expire within " + timeout);
+                }
+                Thread.sleep(20);
+            }
+        }
     }
 
     private static void assertConsistentWithRow(ChargeClient.Answer answer, Row row) {
