@@ -7,16 +7,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.testing.PostgresAndSandbox;
 import io.agroal.api.AgroalDataSource;
+import io.agroal.api.configuration.supplier.AgroalPropertiesReader;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.quarkus.test.common.TestResourceScope;
 import io.quarkus.test.common.WithTestResource;
 import io.quarkus.test.junit.QuarkusTest;
 import jakarta.inject.Inject;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Timestamp;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Callable;
@@ -24,6 +32,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import javax.sql.DataSource;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
 
 /** The store's fencing, statement by statement, against the real database. */
@@ -32,6 +43,7 @@ import org.junit.jupiter.api.Test;
 class TakeoverFencingTest {
 
     static final Duration HORIZON = Duration.ofHours(23);
+    static final String REQUEST = "{\"amount\":1,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}";
 
     @Inject
     IdempotencyStore store;
@@ -39,51 +51,86 @@ class TakeoverFencingTest {
     @Inject
     AgroalDataSource primary;
 
+    @Inject
+    IdempotencyConfig idempotencyConfig;
+
+    @Inject
+    Flyway flyway;
+
+    @ConfigProperty(name = "quarkus.datasource.jdbc.url")
+    String primaryUrl;
+
+    @ConfigProperty(name = "quarkus.datasource.username")
+    String username;
+
+    @ConfigProperty(name = "quarkus.datasource.password")
+    String password;
+
+    /**
+     * {@code takeOverExpired} scans the whole table, as the recovery worker does. On the suite's shared database it
+     * would also take over (and leave with a bumped generation and a fresh lease) every expired row another test
+     * left behind, so this test runs it on a database of its own, migrated like the service's: every row there is
+     * the test's, the result needs no filter (a row it should not have taken counts against it), and decoys show
+     * what the scan must leave alone.
+     */
     @Test
-    void concurrentRecoveryPassesNeverTakeOverTheSameRow() throws Exception {
-        String client = "fencing-" + UUID.randomUUID();
-        int rows = 60;
-        for (int i = 0; i < rows; i++) {
-            insertExpired(client, "k" + i);
-        }
-        int workers = 4;
-        CountDownLatch start = new CountDownLatch(1);
-        List<Future<List<ClaimedIntent>>> passes = new ArrayList<>();
-        try (ExecutorService pool = Executors.newFixedThreadPool(workers)) {
-            for (int w = 0; w < workers; w++) {
-                Callable<List<ClaimedIntent>> pass = () -> {
-                    start.await();
-                    List<ClaimedIntent> mine = new ArrayList<>();
-                    List<ClaimedIntent> batch;
-                    do {
-                        batch = store.takeOverExpired(7, HORIZON).stream().filter(i -> i.clientId().equals(client)).toList();
-                        mine.addAll(batch);
-                    } while (!batch.isEmpty());
-                    return mine;
-                };
-                passes.add(pool.submit(pass));
+    void concurrentRecoveryPassesTakeOverEveryExpiredRowExactlyOnceAndNothingElse() throws Exception {
+        try (DedicatedDatabase database = DedicatedDatabase.create(this)) {
+            IdempotencyStore scanner = new IdempotencyStore(database.dataSource, idempotencyConfig, new SimpleMeterRegistry());
+            String client = "fencing-" + UUID.randomUUID();
+            int rows = 60;
+            for (int i = 0; i < rows; i++) {
+                insert(database.dataSource, client, "k" + i, "processing", "now() - interval '1 second'", false);
             }
-            start.countDown();
-        }
-        Set<String> seen = new HashSet<>();
-        int total = 0;
-        for (Future<List<ClaimedIntent>> f : passes) {
-            for (ClaimedIntent intent : f.get()) {
-                total++;
-                assertTrue(seen.add(intent.id()), "row " + intent.id() + " taken over twice");
-                assertEquals(2, intent.leaseGeneration());
-                assertTrue(store.finish(intent, IntentStatus.FAILED, new StoredAnswer(400, "{}"), null));
+            insert(database.dataSource, client, "live-lease", "processing", "now() + interval '1 hour'", false);
+            insert(database.dataSource, client, "parked", "processing", "now() - interval '1 second'", true);
+            insert(database.dataSource, client, "finished", "completed", "NULL", false);
+            Map<String, RowState> decoysBefore = rowStates(database.dataSource, "live-lease", "parked", "finished");
+
+            int workers = 4;
+            CountDownLatch start = new CountDownLatch(1);
+            List<Future<List<ClaimedIntent>>> passes = new ArrayList<>();
+            try (ExecutorService pool = Executors.newFixedThreadPool(workers)) {
+                for (int w = 0; w < workers; w++) {
+                    Callable<List<ClaimedIntent>> pass = () -> {
+                        start.await();
+                        List<ClaimedIntent> mine = new ArrayList<>();
+                        List<ClaimedIntent> batch;
+                        do {
+                            batch = scanner.takeOverExpired(7, HORIZON);
+                            mine.addAll(batch);
+                        } while (!batch.isEmpty());
+                        return mine;
+                    };
+                    passes.add(pool.submit(pass));
+                }
+                start.countDown();
             }
+            Set<String> seen = new HashSet<>();
+            int total = 0;
+            for (Future<List<ClaimedIntent>> f : passes) {
+                for (ClaimedIntent intent : f.get()) {
+                    total++;
+                    assertTrue(seen.add(intent.id()), "row " + intent.id() + " taken over twice");
+                    assertTrue(intent.key().value().matches("k\\d+"),
+                            "only expired, unparked rows are taken over: " + intent.key().value());
+                    assertEquals(2, intent.leaseGeneration());
+                    assertTrue(scanner.finish(intent, IntentStatus.FAILED, new StoredAnswer(400, "{}"), null),
+                            "the pass that took row " + intent.id() + " over still holds its lease");
+                }
+            }
+            assertEquals(rows, total, "every expired row was taken over exactly once");
+            assertEquals(decoysBefore, rowStates(database.dataSource, "live-lease", "parked", "finished"),
+                    "a live lease, a parked row and a finished row are left as they were");
+            assertTrue(scanner.takeOverExpired(100, HORIZON).isEmpty(), "nothing left to take over");
         }
-        assertEquals(rows, total, "every expired row was taken over exactly once");
     }
 
     @Test
-    void aHolderThatLostItsLeaseCannotFinishOrRelease() throws Exception {
+    void aHolderThatLostItsLeaseCannotFinishOrMoveTheStripeAttempt() throws Exception {
         String client = "fencing-" + UUID.randomUUID();
         IdempotencyKey key = new IdempotencyKey("k");
-        NewIntent intent = new NewIntent("chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24), client, key,
-                new Fingerprint("fp"), "{\"amount\":1,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}", 1, "usd");
+        NewIntent intent = newIntent(client, "k");
         ClaimedIntent original = assertInstanceOf(Claim.Fresh.class, store.claim(intent, HORIZON)).intent();
         assertInstanceOf(Claim.InFlight.class, store.claim(intent, HORIZON), "a live lease answers in flight");
 
@@ -104,13 +151,101 @@ class TakeoverFencingTest {
                 "{}", 1, "usd"), HORIZON));
     }
 
-    private void insertExpired(String client, String key) throws Exception {
-        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
-                INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until)
-                VALUES (?, ?, ?, 'f', '{}', 1, 'usd', 'processing', now() - interval '1 second')""")) {
+    /**
+     * A holder that lost its lease (its Stripe call outlived it) must not give the successor's lease away, nor park
+     * the row the successor is driving: either would let a third driver in, or stop a charge that is being made.
+     */
+    @Test
+    void aHolderThatLostItsLeaseCannotReleaseOrParkTheRow() throws Exception {
+        String client = "fencing-" + UUID.randomUUID();
+        NewIntent intent = newIntent(client, "k");
+        ClaimedIntent original = assertInstanceOf(Claim.Fresh.class, store.claim(intent, HORIZON)).intent();
+        expireLease(original.id());
+        ClaimedIntent successor = assertInstanceOf(Claim.TakenOver.class, store.claim(intent, HORIZON)).intent();
+        RowState held = rowState(primary, original.id());
+        assertTrue(held.leaseLive(), "the successor holds a live lease");
+
+        store.release(original, ClaimedIntent.SERVER_ERROR);
+        assertEquals(held, rowState(primary, original.id()), "the stale holder's release changes nothing");
+        assertInstanceOf(Claim.InFlight.class, store.claim(intent, HORIZON), "the successor still holds the key");
+
+        assertFalse(store.markForReconciliation(original), "the stale holder cannot park the row");
+        assertEquals(held, rowState(primary, original.id()), "its attempt to park changes nothing");
+        assertInstanceOf(Claim.InFlight.class, store.claim(intent, HORIZON), "the successor still holds the key");
+
+        // The holder of the lease can do both: the statements are fenced, not inert.
+        store.release(successor, ClaimedIntent.SERVER_ERROR);
+        RowState released = rowState(primary, original.id());
+        assertFalse(released.leaseLive(), "the holder's release gives the lease up at once");
+        assertEquals(ClaimedIntent.SERVER_ERROR, released.lastStripeError());
+        ClaimedIntent third = assertInstanceOf(Claim.TakenOver.class, store.claim(intent, HORIZON)).intent();
+        assertTrue(third.mustLookUpBeforeSending(), "the next driver learns it must look the payment up");
+        assertTrue(store.markForReconciliation(third), "the holder can park the row");
+        assertTrue(rowState(primary, original.id()).needsReconciliation());
+        assertInstanceOf(Claim.UnderReconciliation.class, store.claim(intent, HORIZON));
+        assertFalse(store.markForReconciliation(successor), "a stale holder cannot park it again either");
+    }
+
+    private static NewIntent newIntent(String client, String key) {
+        return new NewIntent("chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24), client,
+                new IdempotencyKey(key), new Fingerprint("fp"), REQUEST, 1, "usd");
+    }
+
+    /** What a holder's write may change in a row; {@code leaseLive} as the database clock sees it. */
+    record RowState(int leaseGeneration, Timestamp leaseUntil, boolean leaseLive, String lastStripeError,
+                    boolean needsReconciliation, String status, Timestamp updatedAt) {
+    }
+
+    private static RowState rowState(DataSource source, String id) throws SQLException {
+        try (Connection c = source.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                SELECT lease_gen, lease_until, coalesce(lease_until > clock_timestamp(), false), last_stripe_error,
+                       needs_reconciliation, status, updated_at
+                  FROM stripe_intents WHERE id = ?""")) {
+            ps.setString(1, id);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertTrue(rs.next(), "row " + id + " exists");
+                return new RowState(rs.getInt(1), rs.getTimestamp(2), rs.getBoolean(3), rs.getString(4), rs.getBoolean(5),
+                        rs.getString(6), rs.getTimestamp(7));
+            }
+        }
+    }
+
+    /** The state of the rows of these keys (a dedicated database: keys alone name the rows). */
+    private static Map<String, RowState> rowStates(DataSource source, String... keys) throws SQLException {
+        Map<String, RowState> states = new LinkedHashMap<>();
+        for (String key : keys) {
+            try (Connection c = source.getConnection(); PreparedStatement ps = c.prepareStatement(
+                    "SELECT id FROM stripe_intents WHERE idempotency_key = ?")) {
+                ps.setString(1, key);
+                try (ResultSet rs = ps.executeQuery()) {
+                    assertTrue(rs.next(), "row of " + key + " exists");
+                    states.put(key, rowState(source, rs.getString(1)));
+                }
+            }
+        }
+        return states;
+    }
+
+    private static void insert(DataSource source, String client, String key, String status, String leaseUntil, boolean parked)
+            throws SQLException {
+        boolean finished = !"processing".equals(status);
+        try (Connection c = source.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
+                                            lease_until, needs_reconciliation, response_status, response_body, finished_at)
+                VALUES (?, ?, ?, 'f', '{}', 1, 'usd', ?, %s, ?, ?, ?, %s)"""
+                .formatted(leaseUntil, finished ? "now()" : "NULL"))) {
             ps.setString(1, "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
             ps.setString(2, client);
             ps.setString(3, key);
+            ps.setString(4, status);
+            ps.setBoolean(5, parked);
+            if (finished) {
+                ps.setInt(6, 201);
+                ps.setString(7, "{}");
+            } else {
+                ps.setNull(6, java.sql.Types.INTEGER);
+                ps.setNull(7, java.sql.Types.VARCHAR);
+            }
             ps.executeUpdate();
         }
     }
@@ -120,6 +255,48 @@ class TakeoverFencingTest {
              PreparedStatement ps = c.prepareStatement("UPDATE stripe_intents SET lease_until = now() - interval '1 second' WHERE id = ?")) {
             ps.setString(1, id);
             ps.executeUpdate();
+        }
+    }
+
+    /** A fresh database on the suite's PostgreSQL, with the service's schema, dropped again at the end. */
+    private static final class DedicatedDatabase implements AutoCloseable {
+
+        final String name;
+        final AgroalDataSource dataSource;
+        private final AgroalDataSource primary;
+
+        private DedicatedDatabase(String name, AgroalDataSource dataSource, AgroalDataSource primary) {
+            this.name = name;
+            this.dataSource = dataSource;
+            this.primary = primary;
+        }
+
+        static DedicatedDatabase create(TakeoverFencingTest test) throws SQLException {
+            String name = "fencing_scan_" + UUID.randomUUID().toString().replace("-", "");
+            try (Connection c = test.primary.getConnection(); Statement s = c.createStatement()) {
+                s.execute("CREATE DATABASE " + name);
+            }
+            String url = test.primaryUrl.replaceFirst("/[^/?]+(\\?.*)?$", "/" + name + "$1");
+            Map<String, String> pool = new LinkedHashMap<>();
+            pool.put(AgroalPropertiesReader.JDBC_URL, url);
+            pool.put(AgroalPropertiesReader.PRINCIPAL, test.username);
+            pool.put(AgroalPropertiesReader.CREDENTIAL, test.password);
+            pool.put(AgroalPropertiesReader.PROVIDER_CLASS_NAME, "org.postgresql.Driver");
+            pool.put(AgroalPropertiesReader.MAX_SIZE, "8");
+            pool.put(AgroalPropertiesReader.ACQUISITION_TIMEOUT_S, "10");
+            AgroalDataSource dataSource = AgroalDataSource.from(new AgroalPropertiesReader().readProperties(pool));
+            // The service's own migrations (the configuration of its Flyway, pointed at this database).
+            Flyway.configure(test.flyway.getConfiguration().getClassLoader())
+                    .configuration(test.flyway.getConfiguration()).dataSource(dataSource).load().migrate();
+            return new DedicatedDatabase(name, dataSource, test.primary);
+        }
+
+        @Override
+        public void close() throws SQLException {
+            dataSource.close();
+            try (Connection c = primary.getConnection(); Statement s = c.createStatement()) {
+                s.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+            }
         }
     }
 }

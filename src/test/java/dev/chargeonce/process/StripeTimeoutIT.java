@@ -50,7 +50,8 @@ class StripeTimeoutIT {
         assertTrue(first.body().contains("stripe_outcome_unknown"));
         assertTrue(env.stripe.createRequests() >= 2, "fault tolerance retried the timed-out call (same key)");
 
-        Thread.sleep(6_200); // Stripe finishes the first create and stores its answer under the key
+        // Stripe finishes the first create and stores its answer under the key, however long a busy machine takes.
+        env.awaitStripeCharged(TestClients.ACME, key, Duration.ofSeconds(30));
         env.stripe.setLatencyMillis(0);
         ChargeClient.Answer retry = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30));
         assertEquals(201, retry.status(), retry.body());

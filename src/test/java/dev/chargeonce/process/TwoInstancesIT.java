@@ -38,6 +38,8 @@ import org.junit.jupiter.api.TestInstance;
 class TwoInstancesIT {
 
     private static final int REQUESTS = 64;
+    /** How long the claim holder's Stripe create takes; below the service's read timeout (8 s). */
+    private static final long HOLDER_STRIPE_MILLIS = 6_000;
     private static final ObjectMapper JSON = new ObjectMapper();
 
     ProcessEnvironment env;
@@ -74,8 +76,11 @@ class TwoInstancesIT {
         String key = UUID.randomUUID().toString();
         int intentsBefore = env.stripe.ledger().size();
         long createsBefore = env.stripe.createRequests();
-        // Stripe slow enough that every request arrives while the first one is still charging.
-        env.stripe.setLatencyMillis(500);
+        // The claim holder's create stays at Stripe for HOLDER_STRIPE_MILLIS (inside the service's 8 s read timeout,
+        // so it still answers 201): long enough that every other request, fired at two processes on a busy machine,
+        // arrives while the claim is held. With a short latency the late ones are mere replays, and a run without
+        // any 409 would prove nothing about the race.
+        env.stripe.plan("slow:" + HOLDER_STRIPE_MILLIS);
         CountDownLatch start = new CountDownLatch(1);
         List<Future<ChargeClient.Answer>> futures = new ArrayList<>();
         try (ExecutorService pool = Executors.newFixedThreadPool(REQUESTS)) {
@@ -88,22 +93,29 @@ class TwoInstancesIT {
             }
             start.countDown();
         }
-        env.stripe.setLatencyMillis(0);
+        assertEquals(0, env.stripe.planLeft(), "the claim holder's create was the slow one");
 
         List<ChargeClient.Answer> answers = new ArrayList<>();
         int[] chargedBy = new int[2];
+        int[] inFlightBy = new int[2];
         for (int i = 0; i < REQUESTS; i++) {
             ChargeClient.Answer answer = futures.get(i).get();
             answers.add(answer);
             chargedBy[i % 2] += answer.status() == 201 ? 1 : 0;
+            inFlightBy[i % 2] += answer.status() == 409 ? 1 : 0;
         }
         List<ChargeClient.Answer> charged = answers.stream().filter(a -> a.status() == 201).toList();
         long inFlight = answers.stream().filter(a -> a.status() == 409).count();
         assertFalse(charged.isEmpty(), "the request holding the claim answered 201");
         String body = charged.get(0).body();
         String chargeId = JSON.readTree(body).get("id").asText();
-        System.out.printf("two instances, %d concurrent requests with one key: %d x 201 (A %d, B %d), %d x 409, %d PaymentIntent(s)%n",
-                REQUESTS, charged.size(), chargedBy[0], chargedBy[1], inFlight, env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key)).size());
+        System.out.printf("two instances, %d concurrent requests with one key: %d x 201 (A %d, B %d), %d x 409 (A %d, B %d), "
+                + "%d PaymentIntent(s)%n", REQUESTS, charged.size(), chargedBy[0], chargedBy[1], inFlight, inFlightBy[0],
+                inFlightBy[1], env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key)).size());
+        // The race really happened, and across processes: each instance found the key in flight at least once,
+        // so one of them answered 409 for a claim the other instance held.
+        assertTrue(inFlightBy[0] > 0 && inFlightBy[1] > 0,
+                "both instances answered 409 while the claim was held: A " + inFlightBy[0] + ", B " + inFlightBy[1]);
         for (ChargeClient.Answer answer : answers) {
             assertTrue(answer.status() == 201 || answer.status() == 409, "every answer is the charge or in flight: " + answer);
             if (answer.status() == 201) {

@@ -80,6 +80,23 @@ public final class ProcessEnvironment implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits until the sandbox executes no create and holds a PaymentIntent of this (client, Idempotency-Key): a
+     * slow create the service may no longer wait for (it timed out, or it was killed) has been charged.
+     */
+    public void awaitStripeCharged(String clientId, String idempotencyKey, java.time.Duration timeout)
+            throws InterruptedException {
+        String identity = dev.chargeonce.stripe.StripeKeys.identity(clientId, idempotencyKey);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (stripe.executing() > 0 || stripe.intentsForKey(identity).isEmpty()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("Stripe did not charge the key within " + timeout + ": " + stripe.executing()
+                        + " create(s) executing, " + stripe.intentsForKey(identity).size() + " PaymentIntent(s) of the key");
+            }
+            Thread.sleep(20);
+        }
+    }
+
     /** The status of the row of this Idempotency-Key, or null when there is none. */
     public String rowStatus(String idempotencyKey) throws SQLException {
         try (Connection c = connect(); java.sql.PreparedStatement ps = c.prepareStatement(

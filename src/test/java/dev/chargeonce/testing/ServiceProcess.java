@@ -127,6 +127,33 @@ public final class ServiceProcess implements AutoCloseable {
         waitFor();
     }
 
+    /**
+     * SIGSTOP: the process freezes mid-whatever (a stop-the-world pause, a VM or node freeze) while its sockets stay
+     * open; {@link #resume()} lets it run on as if no time had passed.
+     */
+    public void pause() {
+        signal("STOP");
+    }
+
+    /** SIGCONT after {@link #pause()}. */
+    public void resume() {
+        signal("CONT");
+    }
+
+    private void signal(String name) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+            if (kill.waitFor() != 0) {
+                throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** SIGTERM, as Kubernetes sends it; waits for the process to exit. */
     public int terminate(Duration timeout) {
         process.destroy();
@@ -169,6 +196,7 @@ public final class ServiceProcess implements AutoCloseable {
     @Override
     public void close() {
         if (process != null && process.isAlive()) {
+            signal("CONT"); // a paused process does not die of SIGKILL until it runs again on some kernels
             process.destroyForcibly();
             waitFor();
         }
