@@ -156,6 +156,8 @@ public class ChargeDriver {
         try {
             found = stripe.findPaymentIntent(identity(intent), intent.id(), intent.stripeKeyFirstSent(), createdBy,
                     stripeConfig.lookupMaxPages());
+        } catch (StripeGateway.LookupTooLargeException e) {
+            return park(intent, "the lookup of the key's PaymentIntents could not be completed: " + e.getMessage());
         } catch (StripeGateway.LookupFailedException e) {
             LOG.warnf("charge %s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
             return release(intent, new LeaseRelease(null, sinceLastSend, null, null), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
@@ -186,11 +188,15 @@ public class ChargeDriver {
         try {
             found = stripe.findPaymentIntent(identity(intent), intent.id(), now.minus(stripeConfig.lostHistoryLookback()), now,
                     stripeConfig.lostHistoryMaxPages());
+        } catch (StripeGateway.LookupTooLargeException e) {
+            return park(intent, "Stripe replayed a 5xx for a key this row never sent (its history was lost), and the search"
+                    + " for the key's PaymentIntents is too large: " + e.getMessage());
         } catch (StripeGateway.LookupFailedException e) {
             LOG.warnf("charge %s: Stripe knows a history of this key that the row lost; the search failed (%s)",
                     intent.id(), e.getMessage());
-            // Remember it: the next driver must search again, not treat the key as its own.
-            return release(intent, new LeaseRelease(HISTORY_UNKNOWN, sinceLastSend, null, null),
+            // Remember it: the next driver must search again, not treat the key as its own. Not before a minute:
+            // the search is a long one.
+            return release(intent, new LeaseRelease(HISTORY_UNKNOWN, sinceLastSend, Duration.ofMinutes(1), null),
                     ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
         }
         if (found.isPresent()) {
@@ -215,6 +221,9 @@ public class ChargeDriver {
         try {
             found = stripe.findPaymentIntent(identity(intent), intent.id(), intent.stripeKeyFirstSent(),
                     intent.keyPaymentCreatedBy(maxDuration), stripeConfig.lookupMaxPages());
+        } catch (StripeGateway.LookupTooLargeException e) {
+            return park(intent, "the Stripe key is older than chargeonce.stripe.key-horizon and its lookup could not be"
+                    + " completed: " + e.getMessage());
         } catch (StripeGateway.LookupFailedException e) {
             LOG.warnf("charge %s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
             return release(intent, LeaseRelease.unchanged(), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));

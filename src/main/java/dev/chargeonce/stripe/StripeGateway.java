@@ -43,9 +43,19 @@ public class StripeGateway {
     private static final Logger LOG = Logger.getLogger(StripeGateway.class);
 
     /** Stripe could not tell whether a PaymentIntent exists, or how it stands (list or retrieve failed). */
-    public static final class LookupFailedException extends RuntimeException {
+    public static class LookupFailedException extends RuntimeException {
         LookupFailedException(String message, Throwable cause) {
             super(message, cause);
+        }
+    }
+
+    /**
+     * The window holds more PaymentIntents than the lookup may read: trying again would cost as much and end the
+     * same way, so the caller parks the row instead of retrying forever.
+     */
+    public static final class LookupTooLargeException extends LookupFailedException {
+        LookupTooLargeException(String message) {
+            super(message, null);
         }
     }
 
@@ -241,7 +251,7 @@ public class StripeGateway {
         } catch (StripeException e) {
             throw new LookupFailedException("listing PaymentIntents failed: " + e.getMessage(), e);
         }
-        throw new LookupFailedException("more than " + maxPages + " pages of PaymentIntents in the window", null);
+        throw new LookupTooLargeException("more than " + maxPages + " pages of PaymentIntents in the window");
     }
 
     private Optional<StripeOutcome> pick(String identity, List<PaymentIntent> matches) {

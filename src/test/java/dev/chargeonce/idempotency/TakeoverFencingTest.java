@@ -165,25 +165,31 @@ class TakeoverFencingTest {
         RowState held = rowState(primary, original.id());
         assertTrue(held.leaseLive(), "the successor holds a live lease");
 
-        store.release(original, ClaimedIntent.SERVER_ERROR);
+        assertFalse(store.release(original, serverError()), "the stale holder's release is refused");
         assertEquals(held, rowState(primary, original.id()), "the stale holder's release changes nothing");
         assertInstanceOf(Claim.InFlight.class, store.claim(intent, HORIZON), "the successor still holds the key");
 
-        assertFalse(store.markForReconciliation(original), "the stale holder cannot park the row");
+        assertFalse(store.markForReconciliation(original, "test"), "the stale holder cannot park the row");
         assertEquals(held, rowState(primary, original.id()), "its attempt to park changes nothing");
         assertInstanceOf(Claim.InFlight.class, store.claim(intent, HORIZON), "the successor still holds the key");
 
         // The holder of the lease can do both: the statements are fenced, not inert.
-        store.release(successor, ClaimedIntent.SERVER_ERROR);
+        assertTrue(store.release(successor, serverError()));
         RowState released = rowState(primary, original.id());
         assertFalse(released.leaseLive(), "the holder's release gives the lease up at once");
         assertEquals(ClaimedIntent.SERVER_ERROR, released.lastStripeError());
         ClaimedIntent third = assertInstanceOf(Claim.TakenOver.class, store.claim(intent, HORIZON)).intent();
-        assertTrue(third.mustLookUpBeforeSending(), "the next driver learns it must look the payment up");
-        assertTrue(store.markForReconciliation(third), "the holder can park the row");
+        assertTrue(third.keyAnsweredServerError(), "the next driver learns Stripe answered 5xx for the key");
+        assertFalse(third.keyNeverSent(), "and that the key was sent (the released holder reported its send)");
+        assertTrue(store.markForReconciliation(third, "test"), "the holder can park the row");
         assertTrue(rowState(primary, original.id()).needsReconciliation());
         assertInstanceOf(Claim.UnderReconciliation.class, store.claim(intent, HORIZON));
-        assertFalse(store.markForReconciliation(successor), "a stale holder cannot park it again either");
+        assertFalse(store.markForReconciliation(successor, "test"), "a stale holder cannot park it again either");
+    }
+
+    /** A holder that sent the key a moment ago and got Stripe's 5xx. */
+    private static LeaseRelease serverError() {
+        return new LeaseRelease(ClaimedIntent.SERVER_ERROR, Duration.ofMillis(5), Duration.ofSeconds(60), null);
     }
 
     private static NewIntent newIntent(String client, String key) {
