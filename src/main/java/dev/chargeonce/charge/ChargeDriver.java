@@ -113,8 +113,13 @@ public class ChargeDriver {
                     // The row never sent this key, yet Stripe has a stored answer for it: sent before this row existed.
                     yield searchLostHistory(intent, request, call);
                 }
-                // Proven by replay: Stripe's one execution of the key is over. Its list now tells the truth.
-                yield lookUpThenMoveOn(intent, request, databaseNow(intent), call);
+                // Proven by replay: Stripe's one execution of the key is over. Its list now tells the truth. That
+                // execution started at one of the key's sends: earlier holders' (bounded by the row's last send) or,
+                // when a try of this very call may have run, this call's.
+                Instant now = databaseNow(intent);
+                Instant createdBy = k.explainedByThisCall() ? now
+                        : earliest(now, intent.keyPaymentCreatedBy(stripeConfig.requestMaxDuration()));
+                yield lookUpThenMoveOn(intent, request, createdBy, call);
             }
             case StripeOutcome.KeyConflict c -> park(intent, "Stripe refused the key, first used with other parameters: "
                     + "this row's history was lost (failover, restore) and the retry's body differs. " + c.reason());
@@ -319,6 +324,10 @@ public class ChargeDriver {
     /** Now by the database's clock (the clock of every timestamp in the row), from when the lease was granted. */
     private static Instant databaseNow(ClaimedIntent intent) {
         return intent.databaseNow().plusNanos(System.nanoTime() - intent.leaseAcquiredNanos());
+    }
+
+    private static Instant earliest(Instant a, Instant b) {
+        return a.isBefore(b) ? a : b;
     }
 
     private static Duration min(Duration a, Duration b) {
