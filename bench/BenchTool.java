@@ -67,7 +67,7 @@ public class BenchTool {
             // claim + finish of a new payment: what the database does for every new charge.
             String pair = "\\set k random(1, 9000000000000000000)\n"
                     + bind(claim, List.of("'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "'pgb-' || CAST(:k AS text)",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, HORIZON_MS, HORIZON_MS, ":pgbench_client",
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, HORIZON_MS, HORIZON_MS, ":pgbench_client",
                     "'pgb-' || CAST(:k AS text)")).strip() + "\n\\gset\n"
                     + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":id",
                     ":lease_gen")).strip() + ";\n";
@@ -76,7 +76,7 @@ public class BenchTool {
             // the replay: the same claim statement finding a finished row (rows from bench/sql/bulk_rows.sql).
             String replay = "\\set i 10 * random(0, :replay_rows - 1)\n"
                     + bind(claim, List.of("'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "'bulk-' || CAST(:i AS text)",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, HORIZON_MS, HORIZON_MS, ":bench_client",
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, HORIZON_MS, HORIZON_MS, ":bench_client",
                     "'bulk-' || CAST(:i AS text)")).strip() + ";\n";
             Files.writeString(dir.resolve("replay.sql"), replay);
         }
