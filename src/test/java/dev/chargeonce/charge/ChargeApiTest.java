@@ -43,6 +43,24 @@ class ChargeApiTest {
         stripe.clearFaults();
     }
 
+    /**
+     * Retries as a client would while the answer says "retry later" (409, or 503 other than
+     * {@code charge_under_reconciliation}, which no retry changes), at most {@code tries} times.
+     */
+    static Response retryWhileNotFinal(String key, String body, int tries) throws InterruptedException {
+        Response answer = null;
+        for (int i = 0; i < tries; i++) {
+            answer = post(ACME_KEY, key, body);
+            boolean retryLater = answer.statusCode() == 409 || (answer.statusCode() == 503
+                    && !"charge_under_reconciliation".equals(answer.jsonPath().getString("error.code")));
+            if (!retryLater) {
+                return answer;
+            }
+            Thread.sleep(100);
+        }
+        return answer;
+    }
+
     static Response post(String apiKey, String key, String body) {
         return given().header("Authorization", "Bearer " + apiKey).header("Idempotency-Key", key)
                 .contentType(ContentType.JSON).body(body)

@@ -64,7 +64,7 @@ class LookupWindowTest {
         stripe.seed("count=20000&created_from=" + (now - 30) + "&created_to=" + now + "&metadata[order]=other");
         long creates = stripe.createRequests();
 
-        Response resolved = retry(key, 6);
+        Response resolved = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 6);
         assertEquals(201, resolved.statusCode(), resolved.asString());
         List<JsonNode> intents = stripe.intentsFor(ACME, key);
         assertEquals(1, intents.size());
@@ -80,7 +80,7 @@ class LookupWindowTest {
         ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503);
         stripe.faults("list_empty_has_more=1");
 
-        Response resolved = retry(key, 6);
+        Response resolved = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 6);
         assertEquals(201, resolved.statusCode(), resolved.asString());
         List<JsonNode> intents = stripe.intentsFor(ACME, key);
         assertEquals(1, intents.size(), "a broken page proved nothing: " + intents);
@@ -96,25 +96,13 @@ class LookupWindowTest {
         stripe.seed("count=20000&created_from=" + (now - 3000) + "&created_to=" + now + "&metadata[order]=later");
         long requests = stripe.apiRequests();
 
-        Response resolved = retry(key, 6);
+        Response resolved = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 6);
         assertEquals(201, resolved.statusCode(), resolved.asString());
         List<JsonNode> intents = stripe.intentsFor(ACME, key);
         assertEquals(1, intents.size());
         assertEquals("2", intents.get(0).get("metadata").get("chargeonce_attempt").asText());
         assertTrue(stripe.apiRequests() - requests <= 4,
                 "a page or two of the old window and one create, not the account's last hour: " + (stripe.apiRequests() - requests));
-    }
-
-    private Response retry(String key, int times) throws InterruptedException {
-        Response answer = null;
-        for (int i = 0; i < times; i++) {
-            answer = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
-            if (answer.statusCode() != 503 && answer.statusCode() != 409) {
-                return answer;
-            }
-            Thread.sleep(100);
-        }
-        return answer;
     }
 
     private void insertAbandonedRow(String key, String age) throws Exception {

@@ -59,7 +59,7 @@ class LostRowTest {
         String original = first.jsonPath().getString("payment_intent");
 
         loseRow(key);
-        Response after = retryUntilFinal(key, ChargeApiTest.VISA);
+        Response after = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
 
         assertEquals(201, after.statusCode(), after.asString());
         assertEquals(original, after.jsonPath().getString("payment_intent"), "the original PaymentIntent, recovered from Stripe");
@@ -71,13 +71,13 @@ class LostRowTest {
         String key = UUID.randomUUID().toString();
         stripe.plan("fail_after");
         ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503);
-        Response resolved = retryUntilFinal(key, ChargeApiTest.VISA);
+        Response resolved = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
         assertEquals(201, resolved.statusCode(), resolved.asString());
         String original = resolved.jsonPath().getString("payment_intent");
 
         // Stripe now replays that 500 for the key, to anyone: a new row cannot tell what happened from the key alone.
         loseRow(key);
-        Response after = retryUntilFinal(key, ChargeApiTest.VISA);
+        Response after = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
 
         // Found by the key's identity, searched back over the lost-history lookback.
         assertEquals(201, after.statusCode(), after.asString());
@@ -90,13 +90,13 @@ class LostRowTest {
         String key = UUID.randomUUID().toString();
         stripe.plan("fail_before");
         ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503);
-        Response resolved = retryUntilFinal(key, ChargeApiTest.VISA);
+        Response resolved = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
         assertEquals(201, resolved.statusCode(), resolved.asString());
         String original = resolved.jsonPath().getString("payment_intent");
         assertEquals("2", stripe.intentsFor(ACME, key).get(0).get("metadata").get("chargeonce_attempt").asText());
 
         loseRow(key);
-        Response after = retryUntilFinal(key, ChargeApiTest.VISA);
+        Response after = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
 
         // Attempt 1's stored 500 sends the new row searching: the identity finds attempt 2's PaymentIntent.
         assertEquals(201, after.statusCode(), after.asString());
@@ -113,26 +113,11 @@ class LostRowTest {
 
         // Without the row, nothing here can say "422: this key was used with another body"; Stripe still can.
         loseRow(key);
-        Response other = retryUntilFinal(key, ChargeApiTest.VISA.replace("1000", "2500"));
+        Response other = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA.replace("1000", "2500"), 8);
 
         assertEquals(503, other.statusCode(), other.asString());
         assertEquals("charge_under_reconciliation", other.jsonPath().getString("error.code"));
         assertOnlyPaymentIntent(key, original);
-    }
-
-    /** Retries until an answer that is not "retry later" (503 stripe_* / 409), as a client would; at most 8 times. */
-    private Response retryUntilFinal(String key, String body) throws InterruptedException {
-        Response answer = null;
-        for (int i = 0; i < 8; i++) {
-            answer = ChargeApiTest.post(ACME_KEY, key, body);
-            boolean retryLater = answer.statusCode() == 409 || (answer.statusCode() == 503
-                    && !"charge_under_reconciliation".equals(answer.jsonPath().getString("error.code")));
-            if (!retryLater) {
-                return answer;
-            }
-            Thread.sleep(100);
-        }
-        return answer;
     }
 
     private void assertFinalIsOriginalOrParked(Response after, String original) {
