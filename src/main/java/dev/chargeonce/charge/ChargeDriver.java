@@ -47,7 +47,7 @@ public class ChargeDriver {
     private static final Logger LOG = Logger.getLogger(ChargeDriver.class);
     private static final Duration RETRY_SOON = Duration.ofSeconds(1);
     private static final Duration MAX_RETRY_AFTER = Duration.ofMinutes(1);
-    /** Row marker: Stripe knows a history of the key that the row lost; every driver searches for it first. */
+    /** Row marker: Stripe knows a history of the key that the row cannot place; every driver searches for it first. */
     static final String HISTORY_UNKNOWN = "history_unknown";
 
     private final IdempotencyStore store;
@@ -76,13 +76,14 @@ public class ChargeDriver {
             return followPending(intent, request);
         }
         if (HISTORY_UNKNOWN.equals(intent.lastStripeError())) {
-            return searchLostHistory(intent, request, null);
+            return searchUnknownHistory(intent, request, null);
         }
         if (intent.keyBeyondHorizon()) {
             return resolvePastHorizon(intent, request);
         }
         if (intent.keyAnsweredServerError() && intent.keySettled(stripeConfig.requestMaxDuration())) {
             // Proven by time: no request with the key can still run at Stripe, so the list of its window is final.
+            // (Only after a 5xx this row received first-hand: then the key's one execution was the row's own.)
             return lookUpThenMoveOn(intent, request, intent.keyPaymentCreatedBy(stripeConfig.requestMaxDuration()), null);
         }
         // A first send, a re-send after an unknown outcome, or (after a 5xx) the probe that makes Stripe replay the
@@ -109,16 +110,15 @@ public class ChargeDriver {
                                 ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
             }
             case StripeOutcome.KeyFinishedWithError k -> {
-                if (intent.keyNeverSent() && !k.explainedByThisCall()) {
-                    // The row never sent this key, yet Stripe has a stored answer for it: sent before this row existed.
-                    yield searchLostHistory(intent, request, call);
+                if (!intent.keyAnsweredServerError()) {
+                    // Stripe's one execution of the key ended in 5xx, and this row never received that 5xx itself:
+                    // the execution may be a try of its own that it never heard back from, or a request of a row
+                    // the database lost (failover, restore), sent before this row existed.
+                    yield searchUnknownHistory(intent, request, call);
                 }
-                // Proven by replay: Stripe's one execution of the key is over. Its list now tells the truth. That
-                // execution started at one of the key's sends: earlier holders' (bounded by the row's last send) or,
-                // when a try of this very call may have run, this call's.
-                Instant now = databaseNow(intent);
-                Instant createdBy = k.explainedByThisCall() ? now
-                        : earliest(now, intent.keyPaymentCreatedBy(stripeConfig.requestMaxDuration()));
+                // Proven by replay: the execution that ended in the 5xx this row received is over, and it started
+                // at one of the row's own sends. Its list now tells the truth.
+                Instant createdBy = earliest(databaseNow(intent), intent.keyPaymentCreatedBy(stripeConfig.requestMaxDuration()));
                 yield lookUpThenMoveOn(intent, request, createdBy, call);
             }
             case StripeOutcome.KeyConflict c -> park(intent, "Stripe refused the key, first used with other parameters: "
@@ -160,7 +160,9 @@ public class ChargeDriver {
         Optional<StripeOutcome> found;
         try {
             found = stripe.findPaymentIntent(identity(intent), intent.id(), intent.stripeKeyFirstSent(), createdBy,
-                    stripeConfig.lookupMaxPages());
+                    stripeConfig.lookupMaxPages(), keepingLease(intent));
+        } catch (StripeGateway.LookupAbandonedException e) {
+            return answerOfRow(intent);
         } catch (StripeGateway.LookupTooLargeException e) {
             return park(intent, "the lookup of the key's PaymentIntents could not be completed: " + e.getMessage());
         } catch (StripeGateway.LookupFailedException e) {
@@ -171,6 +173,11 @@ public class ChargeDriver {
             metrics.lookupResolved();
             return settle(intent, request, found.get(), sinceLastSend);
         }
+        return moveOn(intent, request);
+    }
+
+    /** The current key created nothing and runs nowhere: the next key, in the same drive, under a renewed lease. */
+    private ChargeAnswer moveOn(ClaimedIntent intent, ChargeRequest request) {
         Optional<ClaimedIntent> next = store.nextStripeAttempt(intent, stripeConfig.keyHorizon());
         if (next.isEmpty()) {
             return answerOfRow(intent);
@@ -181,36 +188,40 @@ public class ChargeDriver {
     }
 
     /**
-     * Stripe has a stored 5xx for a key this row never sent: the database lost the row's history (a failover to an
-     * asynchronous standby, a restore) and some earlier row sent it, maybe with later attempts after it. The
-     * PaymentIntent is searched for by the key's identity (every attempt's) over the lost-history lookback; found,
-     * it is the outcome; otherwise the row is parked: absence across a history we do not know proves nothing.
+     * Stripe has a stored 5xx for the key that this row cannot place in its own history: the key may have been sent
+     * before this row existed (the database lost the row: a failover to an asynchronous standby, a restore), by an
+     * earlier row that may also have gone on to later attempts. The key's PaymentIntents are searched by its
+     * identity (every attempt's) over the lost-history lookback, twice Stripe's 24 h key window. Found: that is the
+     * outcome. None: no request of this key's history created a payment (the replay proves its execution is over),
+     * so the next attempt is safe: its key is the one any earlier row would have used next, and Stripe answers it
+     * with that row's result if there was one. A search too large to finish parks the row.
      */
-    private ChargeAnswer searchLostHistory(ClaimedIntent intent, ChargeRequest request, StripeCall probe) {
+    private ChargeAnswer searchUnknownHistory(ClaimedIntent intent, ChargeRequest request, StripeCall probe) {
         Duration sinceLastSend = probe == null ? null : probe.sinceLastSend();
         Instant now = databaseNow(intent);
         Optional<StripeOutcome> found;
         try {
             found = stripe.findPaymentIntent(identity(intent), intent.id(), now.minus(stripeConfig.lostHistoryLookback()), now,
-                    stripeConfig.lostHistoryMaxPages());
+                    stripeConfig.lostHistoryMaxPages(), keepingLease(intent));
+        } catch (StripeGateway.LookupAbandonedException e) {
+            return answerOfRow(intent);
         } catch (StripeGateway.LookupTooLargeException e) {
-            return park(intent, "Stripe replayed a 5xx for a key this row never sent (its history was lost), and the search"
-                    + " for the key's PaymentIntents is too large: " + e.getMessage());
+            return park(intent, "Stripe replayed a 5xx this row never received for its key, and the search for the key's"
+                    + " PaymentIntents over chargeonce.stripe.lost-history-lookback is too large: " + e.getMessage());
         } catch (StripeGateway.LookupFailedException e) {
-            LOG.warnf("charge %s: Stripe knows a history of this key that the row lost; the search failed (%s)",
+            LOG.warnf("charge %s: Stripe replayed a 5xx this row never received; the search failed (%s)",
                     intent.id(), e.getMessage());
-            // Remember it: the next driver must search again, not treat the key as its own. Not before a minute:
-            // the search is a long one.
+            // Remember it: the next driver must search again, not treat the key's history as its own. Not before a
+            // minute: the search is a long one.
             return release(intent, new LeaseRelease(HISTORY_UNKNOWN, sinceLastSend, Duration.ofMinutes(1), null),
                     ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
         }
         if (found.isPresent()) {
             metrics.lookupResolved();
-            LOG.warnf("charge %s: recovered the PaymentIntent of a history the database lost", intent.id());
+            LOG.warnf("charge %s: found the key's PaymentIntent in a history the row did not know", intent.id());
             return settle(intent, request, found.get(), sinceLastSend);
         }
-        return park(intent, "Stripe replayed a 5xx for a key this row never sent (its history was lost) and no "
-                + "PaymentIntent of the key was found in the last " + stripeConfig.lostHistoryLookback());
+        return moveOn(intent, request);
     }
 
     /**
@@ -225,7 +236,9 @@ public class ChargeDriver {
         Optional<StripeOutcome> found;
         try {
             found = stripe.findPaymentIntent(identity(intent), intent.id(), intent.stripeKeyFirstSent(),
-                    intent.keyPaymentCreatedBy(maxDuration), stripeConfig.lookupMaxPages());
+                    intent.keyPaymentCreatedBy(maxDuration), stripeConfig.lookupMaxPages(), keepingLease(intent));
+        } catch (StripeGateway.LookupAbandonedException e) {
+            return answerOfRow(intent);
         } catch (StripeGateway.LookupTooLargeException e) {
             return park(intent, "the Stripe key is older than chargeonce.stripe.key-horizon and its lookup could not be"
                     + " completed: " + e.getMessage());
@@ -285,9 +298,35 @@ public class ChargeDriver {
     /** The lease was lost: answer exactly what the row holds, never our own view. */
     private ChargeAnswer answerOfRow(ClaimedIntent intent) {
         metrics.fencedOut();
-        return store.answerOf(intent.id())
-                .map(ChargeAnswer::replay)
-                .orElseGet(() -> ChargeResponses.inFlight(RETRY_SOON));
+        IdempotencyStore.RowState state = store.stateOf(intent.id());
+        if (state.parked()) {
+            return ChargeResponses.underReconciliation();
+        }
+        return state.answer().map(ChargeAnswer::replay).orElseGet(() -> ChargeResponses.inFlight(RETRY_SOON));
+    }
+
+    /**
+     * For a lookup: renews the holder's lease every third of it, so that a lookup longer than a lease is not taken
+     * over and started again by the next driver (and again). False once the lease is lost.
+     */
+    private java.util.function.BooleanSupplier keepingLease(ClaimedIntent intent) {
+        long every = idempotencyConfig.lease().toNanos() / 3;
+        long[] renewedAt = {intent.leaseAcquiredNanos()};
+        return () -> {
+            if (System.nanoTime() - renewedAt[0] < every) {
+                return true;
+            }
+            long before = System.nanoTime();
+            try {
+                if (!store.renewLease(intent)) {
+                    return false;
+                }
+            } catch (DatabaseUnavailableException e) {
+                return false;
+            }
+            renewedAt[0] = before;
+            return true;
+        };
     }
 
     private ChargeAnswer release(ClaimedIntent intent, LeaseRelease release, ChargeAnswer answer) {

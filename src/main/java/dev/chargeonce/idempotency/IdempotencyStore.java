@@ -120,6 +120,13 @@ public class IdempotencyStore {
             RETURNING true AS fresh, %s
             """.formatted(COLUMNS);
 
+    /** A holder working without sending (a long lookup) keeps its lease; its send bound does not move. */
+    private static final String RENEW_LEASE = """
+            UPDATE stripe_intents
+               SET lease_until = clock_timestamp() + ? * interval '1 millisecond', updated_at = clock_timestamp()
+             WHERE id = ? AND lease_gen = ? AND status = 'processing'
+            """;
+
     private static final String MARK_FOR_RECONCILIATION = """
             UPDATE stripe_intents
                SET needs_reconciliation = true, reconciliation_reason = ?, lease_until = clock_timestamp(),
@@ -133,7 +140,7 @@ public class IdempotencyStore {
 
     private static final String COUNT_ATTENTION_ROWS = """
             SELECT count(*) FILTER (WHERE NOT needs_reconciliation
-                                      AND lease_until < clock_timestamp() - ? * interval '1 millisecond'),
+                                      AND greatest(lease_until, recheck_at) < clock_timestamp() - ? * interval '1 millisecond'),
                    count(*) FILTER (WHERE needs_reconciliation),
                    count(*) FILTER (WHERE NOT needs_reconciliation
                                       AND created_at < clock_timestamp() - ? * interval '1 millisecond'),
@@ -152,7 +159,7 @@ public class IdempotencyStore {
             """;
 
     private static final String ANSWER_OF = """
-            SELECT status, response_status, response_body,
+            SELECT status, response_status, response_body, needs_reconciliation,
                    ceil(extract(epoch FROM (lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms
               FROM stripe_intents WHERE id = ?
             """;
@@ -368,6 +375,18 @@ public class IdempotencyStore {
     }
 
     /**
+     * Extends the holder's lease while it works without sending (a lookup that pages longer than a lease), so that
+     * no other driver takes the row over and starts the same work again. False when the lease was already lost.
+     */
+    public boolean renewLease(ClaimedIntent holder) {
+        return update(RENEW_LEASE, ps -> {
+            ps.setLong(1, config.lease().toMillis());
+            ps.setString(2, holder.id());
+            ps.setInt(3, holder.leaseGeneration());
+        }) == 1;
+    }
+
+    /**
      * Parks a row for an operator: the service cannot prove what Stripe did with it and will never send its key
      * again by itself. {@code reason} says why, for whoever resolves it.
      */
@@ -381,13 +400,23 @@ public class IdempotencyStore {
 
     /** What the row holds now: its final answer, or empty while it is still processing. */
     public Optional<StoredAnswer> answerOf(String intentId) {
-        List<StoredAnswer> answers = new ArrayList<>(1);
+        return stateOf(intentId).answer();
+    }
+
+    /** What a holder that lost its lease finds: the final answer, or that the row is parked, or still processing. */
+    public RowState stateOf(String intentId) {
+        RowState[] state = {new RowState(Optional.empty(), false)};
         run(ANSWER_OF, ps -> ps.setString(1, intentId), rs -> {
-            if (rs.next() && !"processing".equals(rs.getString("status"))) {
-                answers.add(new StoredAnswer(rs.getInt("response_status"), rs.getString("response_body")));
+            if (rs.next()) {
+                state[0] = "processing".equals(rs.getString("status"))
+                        ? new RowState(Optional.empty(), rs.getBoolean("needs_reconciliation"))
+                        : new RowState(Optional.of(new StoredAnswer(rs.getInt("response_status"), rs.getString("response_body"))), false);
             }
         });
-        return answers.stream().findFirst();
+        return state[0];
+    }
+
+    public record RowState(Optional<StoredAnswer> answer, boolean parked) {
     }
 
     /** One of the client's charges, by id; another client's id is not found. */

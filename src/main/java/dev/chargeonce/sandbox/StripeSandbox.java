@@ -43,8 +43,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Control plane under {@code /_sandbox}: {@code GET ledger} ({@code ?charge_id=} or {@code ?key=}, the
  * {@code chargeonce_key} metadata), {@code GET stats}, {@code POST reset},
- * {@code POST faults?latency_ms=&fail_before=&fail_after=&drop_after=&rate_limit=&list_empty_has_more=&plan=},
- * {@code POST seed}
+ * {@code POST faults?latency_ms=&fail_before=&fail_after=&drop_after=&rate_limit=&list_empty_has_more=&list_latency_ms=&plan=},
+ * {@code POST seed}, {@code POST payment_intents/{id}/backdate?seconds=}
  * (PaymentIntents made behind the service's back: {@code count}, {@code created_from}, {@code created_to},
  * {@code status}, {@code metadata[...]}) and {@code POST payment_intents/{id}/settle?status=} (a pending payment
  * reaches its outcome). The fault counters apply to the next N create requests.
@@ -104,6 +104,8 @@ public final class StripeSandbox implements AutoCloseable {
     private final AtomicInteger executing = new AtomicInteger();
     private final AtomicInteger listEmptyHasMore = new AtomicInteger();
     private volatile long latencyMillis;
+    /** How long every list request takes (a list of 100 objects on a busy account is not instant). */
+    private volatile long listLatencyMillis;
     private final java.util.concurrent.ConcurrentLinkedQueue<Step> plan = new java.util.concurrent.ConcurrentLinkedQueue<>();
     /** The ledger sorted as Stripe lists it (newest {@code created} first), rebuilt only after a change. */
     private volatile List<PaymentIntent> listOrder = List.of();
@@ -236,6 +238,23 @@ public final class StripeSandbox implements AutoCloseable {
                 || (pi.idempotencyKey() != null && pi.idempotencyKey().startsWith(keyPrefix))).toList();
     }
 
+    /** Moves a PaymentIntent's {@code created} back in time, as if it had been made that much earlier. */
+    public PaymentIntent backdate(String paymentIntentId, long seconds) {
+        PaymentIntent pi = intents.get(paymentIntentId);
+        if (pi == null) {
+            throw new IllegalArgumentException("no PaymentIntent " + paymentIntentId);
+        }
+        PaymentIntent older = new PaymentIntent(pi.id(), pi.amount(), pi.currency(), pi.status(), pi.paymentMethod(),
+                pi.customer(), pi.description(), pi.metadata(), pi.created() - seconds, pi.createdNanos(),
+                pi.idempotencyKey(), pi.declineCode());
+        intents.put(pi.id(), older);
+        synchronized (ledger) {
+            ledger.replaceAll(p -> p.id().equals(pi.id()) ? older : p);
+        }
+        listOrderStale = true;
+        return older;
+    }
+
     /** Create requests that are still executing (a slow step or latency): Stripe has not answered them yet. */
     public int executing() {
         return executing.get();
@@ -271,6 +290,7 @@ public final class StripeSandbox implements AutoCloseable {
         dropAfter.set(0);
         rateLimit.set(0);
         listEmptyHasMore.set(0);
+        listLatencyMillis = 0;
         plan.clear();
         latencyMillis = 0;
         listOrderStale = true;
@@ -414,6 +434,10 @@ public final class StripeSandbox implements AutoCloseable {
     }
 
     private Response control(String method, String path, Map<String, String> query) {
+        if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/backdate")) {
+            String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/backdate".length());
+            return Response.json(200, toJson(backdate(id, Long.parseLong(query.getOrDefault("seconds", "0")))));
+        }
         if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/settle")) {
             String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/settle".length());
             return Response.json(200, toJson(settle(id, query.getOrDefault("status", "succeeded"))));
@@ -447,6 +471,7 @@ public final class StripeSandbox implements AutoCloseable {
                 if (query.containsKey("drop_after")) dropAfter.set(Integer.parseInt(query.get("drop_after")));
                 if (query.containsKey("rate_limit")) rateLimit.set(Integer.parseInt(query.get("rate_limit")));
                 if (query.containsKey("list_empty_has_more")) listEmptyHasMore.set(Integer.parseInt(query.get("list_empty_has_more")));
+                if (query.containsKey("list_latency_ms")) listLatencyMillis = Long.parseLong(query.get("list_latency_ms"));
                 if (query.containsKey("plan")) {
                     plan.clear();
                     if (!query.get("plan").isBlank()) {
@@ -608,6 +633,7 @@ public final class StripeSandbox implements AutoCloseable {
     }
 
     private Response list(Map<String, String> query) {
+        sleep(listLatencyMillis);
         if (consume(listEmptyHasMore)) {
             // A broken page: nothing in it, yet "more to come". A client must not read it as the end of the list.
             return Response.json(200, "{\"object\":\"list\",\"url\":\"/v1/payment_intents\",\"has_more\":true,\"data\":[]}");

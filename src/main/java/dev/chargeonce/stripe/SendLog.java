@@ -13,8 +13,6 @@ final class SendLog {
     /** Start of the latest earlier try that may have run at Stripe; valid when {@link #earlierMaybeExecuted}. */
     private long latestMaybeExecutedStartNanos;
     private boolean earlierMaybeExecuted;
-    private boolean firstTryAnswered;
-    private boolean firstAnswerReplayed;
 
     /** A try is about to be sent. Until an answer proves otherwise it may run at Stripe. */
     synchronized void trying() {
@@ -34,14 +32,6 @@ final class SendLog {
         currentTryMaybeExecuted = false;
     }
 
-    /** The current try got an answer from Stripe's API; {@code replayed}: a stored answer of the key. */
-    synchronized void answered(boolean replayed) {
-        if (tries == 1) {
-            firstTryAnswered = true;
-            firstAnswerReplayed = replayed;
-        }
-    }
-
     private void settleCurrentTry() {
         if (tries > 0 && currentTryMaybeExecuted) {
             earlierMaybeExecuted = true;
@@ -58,21 +48,11 @@ final class SendLog {
         return earlierMaybeExecuted || (tries > 0 && currentTryMaybeExecuted);
     }
 
-    /** Some try before the last one may have run at Stripe. */
-    synchronized boolean anEarlierTryMaybeExecuted() {
-        return earlierMaybeExecuted;
-    }
-
     /** Nanos since the start of the latest try that may have run at Stripe; -1 when none may have. */
     synchronized long sinceLastPossibleExecutionNanos() {
         if (tries > 0 && currentTryMaybeExecuted) {
             return System.nanoTime() - currentTryStartNanos;
         }
         return earlierMaybeExecuted ? System.nanoTime() - latestMaybeExecutedStartNanos : -1;
-    }
-
-    /** The very first try was answered with a replay: Stripe had an answer for the key before this call. */
-    synchronized boolean firstAnswerWasReplay() {
-        return firstTryAnswered && firstAnswerReplayed;
     }
 }

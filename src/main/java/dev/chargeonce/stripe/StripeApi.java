@@ -125,10 +125,8 @@ class StripeApi {
         log.trying();
         log.mayHaveExecuted();
         try {
-            PaymentIntent created = client.v1().paymentIntents().create(params,
+            return client.v1().paymentIntents().create(params,
                     RequestOptions.builder().setIdempotencyKey(idempotencyKey).build());
-            log.answered(replayed(created.getLastResponse()));
-            return created;
         } catch (ApiConnectionException e) {
             if (e.getCause() instanceof java.net.ConnectException) {
                 log.didNotExecute(); // refused: not a byte of the request reached anyone
@@ -136,7 +134,6 @@ class StripeApi {
             throw new UnreachableException("connection: " + e.getMessage(), e);
         } catch (IdempotencyException e) {
             log.didNotExecute();
-            log.answered(true);
             throw e;
         } catch (RateLimitException | AuthenticationException e) {
             // Not executed, and not stored for the key by Stripe.
@@ -152,7 +149,6 @@ class StripeApi {
                 throw new EdgeErrorException("stripe edge " + status + ": " + e.getMessage(), e);
             }
             boolean replayed = replayed(e.getStripeError().getLastResponse());
-            log.answered(replayed);
             if (replayed) {
                 log.didNotExecute();
                 throw new StoredServerErrorException("stripe " + status + " (replayed): " + e.getMessage(), e);
@@ -164,7 +160,6 @@ class StripeApi {
             if (replayed) {
                 log.didNotExecute();
             }
-            log.answered(replayed);
             throw e;
         }
     }

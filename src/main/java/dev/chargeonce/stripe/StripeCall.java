@@ -9,8 +9,7 @@ import java.time.Duration;
  * @param sinceLastSend       how long ago the latest try that may have run at Stripe started; null when no try can
  *                            have run there. Stripe may still be working on that try for a while (see
  *                            {@link StripeConfig#requestMaxDuration()}).
- * @param firstAnswerReplayed Stripe answered the very first try with a stored answer of the key
  * @param tries               tries sent (fault-tolerance retries included)
  */
-public record StripeCall(StripeOutcome outcome, Duration sinceLastSend, boolean firstAnswerReplayed, int tries) {
+public record StripeCall(StripeOutcome outcome, Duration sinceLastSend, int tries) {
 }

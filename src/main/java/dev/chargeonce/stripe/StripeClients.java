@@ -9,10 +9,10 @@ class StripeClients {
 
     static {
         // The JDK's HttpURLConnection (the SDK's transport) re-sends a POST once, silently, when a connection drops
-        // without an answer. With our key that is harmless, but it hides a try from the call's SendLog: a replay
-        // that answers our own hidden re-send would look like a history the row does not know (and park the row).
-        // Read once when the JDK's HTTP client class loads; this class loads at start-up (StripeGateway is
-        // @Startup), before any Stripe call. The Dockerfile sets it on the command line too.
+        // without an answer. With our key that is harmless, but every request to Stripe should be one the service
+        // decided to send: counted in the call's SendLog and checked against the holder's lease like the
+        // fault-tolerance retries. Read once when the JDK's HTTP client class loads; this class loads at start-up
+        // (StripeGateway is @Startup), before any Stripe call. The Dockerfile sets it on the command line too.
         if (System.getProperty("sun.net.http.retryPost") == null) {
             System.setProperty("sun.net.http.retryPost", "false");
         }

@@ -49,6 +49,13 @@ public class StripeGateway {
         }
     }
 
+    /** The caller lost its lease while the lookup paged: its result would be fenced out anyway. */
+    public static final class LookupAbandonedException extends LookupFailedException {
+        LookupAbandonedException(String message) {
+            super(message, null);
+        }
+    }
+
     /**
      * The window holds more PaymentIntents than the lookup may read: trying again would cost as much and end the
      * same way, so the caller parks the row instead of retrying forever.
@@ -167,7 +174,7 @@ public class StripeGateway {
         } catch (StripeApi.LeaseSpentException e) {
             outcome = notSentUnlessEarlierTries(log, e.getMessage());
         } catch (StripeApi.StoredServerErrorException e) {
-            outcome = new StripeOutcome.KeyFinishedWithError(e.getMessage(), log.maybeExecuted());
+            outcome = new StripeOutcome.KeyFinishedWithError(e.getMessage());
         } catch (StripeApi.ServerErrorException e) {
             outcome = new StripeOutcome.Unknown(e.getMessage(), true);
         } catch (StripeApi.UnreachableException | StripeApi.KeyInUseException | StripeApi.EdgeErrorException e) {
@@ -182,8 +189,7 @@ public class StripeGateway {
             sample.stop(createLatency);
         }
         long sinceNanos = log.sinceLastPossibleExecutionNanos();
-        return new StripeCall(outcome, sinceNanos < 0 ? null : Duration.ofNanos(sinceNanos), log.firstAnswerWasReplay(),
-                log.tries());
+        return new StripeCall(outcome, sinceNanos < 0 ? null : Duration.ofNanos(sinceNanos), log.tries());
     }
 
     /** A refusal of the last try proves nothing about earlier tries of the same call that may have charged. */
@@ -210,17 +216,21 @@ public class StripeGateway {
      * the end of the window; an empty page that says "more" is an error, not the end.
      *
      * @param legacyChargeId the row's id, matched too in the metadata that versions before the stable identity wrote
-     * @param maxPages       pages to read before giving up with {@link LookupFailedException}
+     * @param maxPages       pages to read before giving up with {@link LookupTooLargeException}
+     * @param stillHolding   asked before every page: the caller keeps (renews) its lease, or the lookup is abandoned
      * @throws LookupFailedException when the list could not be read to its end
      */
     public Optional<StripeOutcome> findPaymentIntent(String identity, String legacyChargeId, Instant from, Instant until,
-                                                     int maxPages) {
+                                                     int maxPages, java.util.function.BooleanSupplier stillHolding) {
         long gte = from.minus(config.lookupSkew()).getEpochSecond();
         long lte = until.plus(config.lookupSkew()).getEpochSecond();
         List<PaymentIntent> matches = new ArrayList<>(1);
         String startingAfter = null;
         try {
             for (int page = 0; page < maxPages; page++) {
+                if (!stillHolding.getAsBoolean()) {
+                    throw new LookupAbandonedException("the lease was lost after " + page + " pages");
+                }
                 PaymentIntentListParams.Builder params = PaymentIntentListParams.builder()
                         .setCreated(PaymentIntentListParams.Created.builder().setGte(gte).setLte(lte).build())
                         .setLimit(100L);

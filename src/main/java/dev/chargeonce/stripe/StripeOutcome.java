@@ -48,12 +48,9 @@ public sealed interface StripeOutcome {
     /**
      * Stripe replayed a stored 5xx for the key ({@code Idempotent-Replayed: true}): its one execution of the key is
      * over (it may have created a PaymentIntent before failing), and every later request with the key replays. A
-     * list of the key's PaymentIntents now tells the truth.
-     *
-     * @param explainedByThisCall an earlier try of this same call may have been that execution; when false and the
-     *                            row has no record of ever sending the key, Stripe knows a history the row lost
+     * list of the key's PaymentIntents now tells the truth, once it covers that execution's send.
      */
-    record KeyFinishedWithError(String reason, boolean explainedByThisCall) implements StripeOutcome {
+    record KeyFinishedWithError(String reason) implements StripeOutcome {
     }
 
     /**

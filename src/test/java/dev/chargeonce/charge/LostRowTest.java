@@ -120,6 +120,61 @@ class LostRowTest {
         assertOnlyPaymentIntent(key, original);
     }
 
+    /**
+     * The original row charged and got Stripe's stored 500, then was lost; the client comes back minutes later (the
+     * original PaymentIntent is older than the new row's lookup window). The new row's first try of the key gets no
+     * answer, the fault-tolerance retry gets the replayed 500: the row has sent the key, yet the 500 is not its own.
+     */
+    @Test
+    void aLostRowWhoseNewFirstTryGotNoAnswerIsNotChargedAgain() throws Exception {
+        String key = UUID.randomUUID().toString();
+        String original = chargedWithStored500ThenLost(key);
+        stripe.plan("drop");
+        Response after = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
+        assertEquals(201, after.statusCode(), after.asString());
+        assertFinalIsOriginalOrParked(after, original);
+        assertOnlyPaymentIntent(key, original);
+    }
+
+    /** As above, but the new row's first holder died (kill -9) before it sent anything or reported anything. */
+    @Test
+    void aLostRowWhoseNewHolderCrashedBeforeSendingIsNotChargedAgain() throws Exception {
+        String key = UUID.randomUUID().toString();
+        String original = chargedWithStored500ThenLost(key);
+        // Exactly what the claim leaves behind when its holder dies at once: the lease, run out.
+        String canonical = ChargeRequestParser.parse(ChargeApiTest.VISA.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .canonicalJson();
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
+                                            lease_until, stripe_sending_until, stripe_key_first_sent, created_at)
+                VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - interval '1 second',
+                        now() - interval '1 second', now() - interval '31 seconds', now() - interval '31 seconds')""")) {
+            ps.setString(1, ChargeService.newChargeId());
+            ps.setString(2, ACME);
+            ps.setString(3, key);
+            ps.setString(4, dev.chargeonce.idempotency.Fingerprint.of("POST", "/v1/charges", canonical).hex());
+            ps.setString(5, canonical);
+            assertEquals(1, ps.executeUpdate());
+        }
+        Response after = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
+        assertEquals(201, after.statusCode(), after.asString());
+        assertFinalIsOriginalOrParked(after, original);
+        assertOnlyPaymentIntent(key, original);
+    }
+
+    /** Charges under {@code key} with Stripe's stored 500 (charged first), loses the row, ages the payment 10 min. */
+    private String chargedWithStored500ThenLost(String key) throws Exception {
+        stripe.plan("fail_after");
+        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        assertEquals(503, first.statusCode(), first.asString());
+        List<JsonNode> made = stripe.intentsFor(ACME, key);
+        assertEquals(1, made.size(), "the original row charged");
+        String original = made.get(0).get("id").asText();
+        loseRow(key);
+        stripe.backdate(original, java.time.Duration.ofMinutes(10));
+        return original;
+    }
+
     private void assertFinalIsOriginalOrParked(Response after, String original) {
         if (after.statusCode() == 201) {
             assertEquals(original, after.jsonPath().getString("payment_intent"), "the original PaymentIntent");

@@ -64,6 +64,7 @@ class StripeStillWorkingTest {
     void tearDown() {
         stripe.awaitIdle(Duration.ofSeconds(10));
         stripe.clearFaults();
+        stripe.forgetSeeded();
     }
 
     @Test
@@ -149,5 +150,52 @@ class StripeStillWorkingTest {
         Response replay = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
         assertEquals(201, replay.statusCode(), replay.asString());
         assertEquals(intents.get(0).get("id").asText(), replay.jsonPath().getString("payment_intent"));
+    }
+
+    /**
+     * A Stripe 500 after charging on a busy account: listing the key's window (2,500 other PaymentIntents, 26 pages
+     * at 0.5 s) takes longer than the 10 s lease, while the recovery worker runs on two instances. The lookup keeps
+     * its lease; it is not fenced out by a takeover and started over, again and again, with a wider window each time.
+     */
+    @Test
+    void aLookupLongerThanTheLeaseKeepsItsLeaseAndResolvesTheCharge() throws Exception {
+        long now = java.time.Instant.now().getEpochSecond();
+        stripe.seed("count=2500&created_from=" + (now - 60) + "&created_to=" + now + "&metadata[order]=other");
+        String key = UUID.randomUUID().toString();
+        stripe.plan("fail_after");
+        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        assertEquals(503, first.statusCode(), first.asString());
+        stripe.faults("list_latency_ms=500");
+
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        List<Thread> instances = new java.util.ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            instances.add(Thread.ofPlatform().name("recovery-instance-" + i).start(() -> {
+                while (!stop.get()) {
+                    try {
+                        worker.recoverOnce();
+                        Thread.sleep(1000);
+                    } catch (InterruptedException e) {
+                        return;
+                    } catch (RuntimeException e) {
+                        // as the scheduled pass does: logged, and the next pass goes on
+                    }
+                }
+            }));
+        }
+        Response retried;
+        try {
+            // The client's retry probes, gets the replayed 500 and pages through the window (longer than its lease).
+            retried = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        } finally {
+            stop.set(true);
+            for (Thread t : instances) {
+                t.join(60_000);
+            }
+        }
+        assertEquals(201, retried.statusCode(), "the lookup that outlived the lease finished the charge: " + retried.asString());
+        List<JsonNode> intents = stripe.intentsFor(ACME, key);
+        assertEquals(1, intents.size(), "never charged twice");
+        assertEquals(intents.get(0).get("id").asText(), retried.jsonPath().getString("payment_intent"));
     }
 }

@@ -50,6 +50,11 @@ public final class SandboxControl {
         post("/_sandbox/forget_seeded");
     }
 
+    /** Moves a PaymentIntent's creation time back, as if the charge had been made that long ago. */
+    public void backdate(String paymentIntentId, java.time.Duration by) {
+        post("/_sandbox/payment_intents/" + paymentIntentId + "/backdate?seconds=" + by.toSeconds());
+    }
+
     /** A pending PaymentIntent reaches its outcome. */
     public JsonNode settle(String paymentIntentId, String status) {
         return post("/_sandbox/payment_intents/" + paymentIntentId + "/settle?status=" + status);
@@ -92,7 +97,7 @@ public final class SandboxControl {
     }
 
     public void clearFaults() {
-        faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&list_empty_has_more=0&plan=");
+        faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&list_empty_has_more=0&list_latency_ms=0&plan=");
     }
 
     private JsonNode get(String path) {
