@@ -668,18 +668,18 @@ public final class StripeSandbox implements AutoCloseable {
         return Response.json(200, json.append("]}").toString());
     }
 
-    /** The ledger as Stripe lists it: newest {@code created} first (ties: the later made first). */
-    private List<PaymentIntent> listOrder() {
+    /**
+     * The ledger as Stripe lists it: newest {@code created} first (ties: the later made first). Rebuilt under the
+     * lock, and the flag cleared only once the new order is published: a list must never miss a PaymentIntent that
+     * was made before it started (the lookup's absence proofs rely on exactly that, as on Stripe's own list).
+     */
+    private synchronized List<PaymentIntent> listOrder() {
         if (listOrderStale) {
-            synchronized (this) {
-                if (listOrderStale) {
-                    listOrderStale = false;
-                    List<PaymentIntent> sorted = new ArrayList<>(ledger());
-                    sorted.sort(java.util.Comparator.comparingLong(PaymentIntent::created)
-                            .thenComparingLong(PaymentIntent::createdNanos).reversed());
-                    listOrder = List.copyOf(sorted);
-                }
-            }
+            listOrderStale = false;
+            List<PaymentIntent> sorted = new ArrayList<>(ledger());
+            sorted.sort(java.util.Comparator.comparingLong(PaymentIntent::created)
+                    .thenComparingLong(PaymentIntent::createdNanos).reversed());
+            listOrder = List.copyOf(sorted);
         }
         return listOrder;
     }
