@@ -640,8 +640,8 @@ public class Chaos {
         String story(long t0) {
             StringBuilder out = new StringBuilder();
             for (LostRow l : List.copyOf(lostRows)) {
-                out.append(String.format(Locale.ROOT, "\n    %8.2fs row %s (%s) deleted (lost commit)",
-                        (l.deleteStarted() - t0) / 1000.0, l.chargeId(), l.status()));
+                out.append(String.format(Locale.ROOT, "\n    %8.2fs row %s (%s, Stripe attempt %d) deleted (lost commit)",
+                        (l.deleteStarted() - t0) / 1000.0, l.chargeId(), l.status(), l.stripeAttempt()));
             }
             for (Answer a : List.copyOf(history)) {
                 out.append(String.format(Locale.ROOT, "\n    %8.2fs-%8.2fs :%d %s", (a.sentAt() - t0) / 1000.0,
@@ -664,8 +664,11 @@ public class Chaos {
         }
     }
 
-    /** A finished row the lost_commit fault deleted; {@code deleteStarted}: epoch ms when the DELETE was sent. */
-    record LostRow(String chargeId, String status, long deleteStarted) {
+    /**
+     * A finished row the lost_commit fault deleted; {@code stripeAttempt}: its Stripe attempt (1 for the naive
+     * control); {@code deleteStarted}: epoch ms when the DELETE was sent.
+     */
+    record LostRow(String chargeId, String status, int stripeAttempt, long deleteStarted) {
     }
 
     /** Counts of every answer clients got, by status (-1: connection failed or timed out). */
@@ -1225,27 +1228,43 @@ public class Chaos {
          */
         boolean loseCommits(SplittableRandom r) {
             int n = 1 + r.nextInt(3);
-            // The naive control's table has no finished_at: its rows are finished when they are inserted.
+            // The naive control's table has no finished_at (its rows are finished when they are inserted) and no
+            // Stripe attempt.
             String finishedAt = variant == Variant.CHARGEONCE ? "finished_at" : "created_at";
+            String attempt = variant == Variant.CHARGEONCE ? "stripe_attempt" : "1";
+            // One lost commit in three takes rows whose Stripe attempt had moved on (attempt 1 proven empty after a
+            // stored 5xx, attempt 2 charged), when there are any: the new row sends attempt 1 again, Stripe replays
+            // that 5xx for a key the row never sent, and the service must find the payment by its identity (or park
+            // the row), never move on to a PaymentIntent of its own. The other lost rows get Stripe's replay.
+            List<String> filters = variant == Variant.CHARGEONCE && r.nextInt(3) == 0
+                    ? List.of(" AND stripe_attempt > 1", "") : List.of("");
             long started = System.currentTimeMillis();
             List<LostRow> deleted = new ArrayList<>();
             List<Payment> owners = new ArrayList<>();
-            try (Connection c = Audit.connect(variant); java.sql.PreparedStatement ps = c.prepareStatement(
-                    "DELETE FROM stripe_intents WHERE id IN (SELECT id FROM (SELECT id FROM stripe_intents"
-                            + " WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation ORDER BY " + finishedAt
-                            + " DESC LIMIT 20) recent ORDER BY random() LIMIT ?) RETURNING id, client_id, idempotency_key, status")) {
-                ps.setInt(1, n);
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        LostRow lost = new LostRow(rs.getString(1), rs.getString(4), started);
-                        Payment p = paymentsByKey.get(rs.getString(2) + "\n" + rs.getString(3));
-                        if (p == null) {
-                            switchFailed("lost_commit deleted row " + lost.chargeId() + " of no payment of this run");
-                            continue;
+            try (Connection c = Audit.connect(variant)) {
+                for (String filter : filters) {
+                    try (java.sql.PreparedStatement ps = c.prepareStatement(
+                            "DELETE FROM stripe_intents WHERE id IN (SELECT id FROM (SELECT id FROM stripe_intents"
+                                    + " WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation" + filter
+                                    + " ORDER BY " + finishedAt + " DESC LIMIT 20) recent ORDER BY random() LIMIT ?)"
+                                    + " RETURNING id, client_id, idempotency_key, status, " + attempt)) {
+                        ps.setInt(1, n);
+                        try (ResultSet rs = ps.executeQuery()) {
+                            while (rs.next()) {
+                                LostRow lost = new LostRow(rs.getString(1), rs.getString(4), rs.getInt(5), started);
+                                Payment p = paymentsByKey.get(rs.getString(2) + "\n" + rs.getString(3));
+                                if (p == null) {
+                                    switchFailed("lost_commit deleted row " + lost.chargeId() + " of no payment of this run");
+                                    continue;
+                                }
+                                p.lostRows.add(lost);
+                                deleted.add(lost);
+                                owners.add(p);
+                            }
                         }
-                        p.lostRows.add(lost);
-                        deleted.add(lost);
-                        owners.add(p);
+                    }
+                    if (!deleted.isEmpty()) {
+                        break;
                     }
                 }
                 if (deleted.isEmpty()) {
@@ -1264,6 +1283,7 @@ public class Chaos {
             }
             faults.note("lost_commit", deleted.size() + " rows: " + deleted);
             faults.count("lost_rows", deleted.size());
+            faults.count("lost_rows_attempt_moved_on", (int) deleted.stream().filter(l -> l.stripeAttempt() > 1).count());
             for (Payment p : owners) {
                 SplittableRandom pr = r.split();
                 long wait = 200 + pr.nextInt(2_800);
@@ -1661,7 +1681,8 @@ public class Chaos {
             metrics.put("faults injected / fault switches failed", x -> x.faults.total() + " / " + x.switchFailures.size());
             metrics.put("faults: kill -9 / SIGTERM / DB cuts", x -> x.faults.of("kill_9") + " / " + x.faults.of("sigterm")
                     + " / " + x.faults.of("db_cut"));
-            metrics.put("faults: lost commits (rows deleted)", x -> x.faults.of("lost_commit") + " (" + x.faults.of("lost_rows") + ")");
+            metrics.put("faults: lost commits (rows deleted; of them past Stripe attempt 1)", x -> x.faults.of("lost_commit") + " ("
+                    + x.faults.of("lost_rows") + "; " + x.faults.of("lost_rows_attempt_moved_on") + ")");
             metrics.put("faults: Stripe latency spikes / keeps running / slow then edge / edge bursts",
                     x -> x.faults.of("stripe_latency_spike") + " / " + x.faults.of("stripe_keeps_running") + " / "
                             + x.faults.of("stripe_edge_after_slow") + " / " + x.faults.of("stripe_edge"));
