@@ -1222,9 +1222,9 @@ public class Chaos {
         /**
          * A failover to an asynchronous standby, or a restore, loses the last commits: 1-3 rows among the 20 most
          * recently finished ones disappear from the target's table (deleted in PostgreSQL, which the harness owns).
-         * The clients go on: a client of each lost payment asks again 0.2-3 s later (and the final round asks every
-         * payment). The audit then expects the same PaymentIntent under a new charge id, or a parked key (503
-         * charge_under_reconciliation), never a second PaymentIntent.
+         * The clients go on: a client of each lost payment asks again, 0.2-3 s later or only after the lookup-skew
+         * (and the final round asks every payment). The audit then expects the same PaymentIntent under a new charge
+         * id, or a parked key (503 charge_under_reconciliation), never a second PaymentIntent.
          */
         boolean loseCommits(SplittableRandom r) {
             int n = 1 + r.nextInt(3);
@@ -1284,9 +1284,13 @@ public class Chaos {
             faults.note("lost_commit", deleted.size() + " rows: " + deleted);
             faults.count("lost_rows", deleted.size());
             faults.count("lost_rows_attempt_moved_on", (int) deleted.stream().filter(l -> l.stripeAttempt() > 1).count());
+            // Half of the lost payments are asked again at once (0.2-3 s), half only after the lookup-skew has passed
+            // (2-10 s more), as a client coming back later: then the PaymentIntent is older than any window the new
+            // row's own sends open, and only Stripe's replay or a search by identity can find it.
+            long skewMillis = seconds(opt("lookup-skew", "10s")) * 1000;
             for (Payment p : owners) {
                 SplittableRandom pr = r.split();
-                long wait = 200 + pr.nextInt(2_800);
+                long wait = pr.nextBoolean() ? 200 + pr.nextInt(2_800) : skewMillis + 2_000 + pr.nextInt(8_000);
                 background.submit(() -> {
                     sleep(wait);
                     askAgain(p, pr, endAt);
