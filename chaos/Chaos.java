@@ -191,7 +191,7 @@ public class Chaos {
 
     /** The longest latency spike the schedule injects (Run.latencySpike): the stand-in runs the request that long. */
     static final int LONGEST_LATENCY_MS = 10_500;
-    /** The longest {@code slow:<ms>} plan step the schedule injects (Run.keepsRunning, Run.edgeAfterSlow). */
+    /** The longest {@code slow:<ms>} plan step the schedule injects (Run.slowStepMillis). */
     static final int LONGEST_SLOW_STEP_MS = 9_000;
 
     /**
@@ -200,7 +200,7 @@ public class Chaos {
      * as final and the next Stripe attempt may be sent. It MUST exceed the longest the stand-in can execute one
      * request here (the longest latency spike or slow step above, 10.5 s); otherwise the instances are configured to
      * believe a request is over while it still runs, and a second PaymentIntent would be the configuration's fault,
-     * not the service's. Raising those faults means raising this setting (--request-max-duration) too.
+     * not the service's. Raising those faults means raising this setting (Chaos option --request-max-duration) too.
      */
     static void checkStripeSettings() {
         long maxDurationMs = seconds(opt("request-max-duration", "15s")) * 1000;
