@@ -1,12 +1,10 @@
+// The test suite's JDK-only helpers, compiled with the harness by chaos/run.sh: the TCP proxy in front of PostgreSQL
+// that cut() drops every connection of and refuses new ones until restore(), and its free-port picker.
+import dev.chargeonce.testing.ServiceProcess;
+import dev.chargeonce.testing.TcpProxy;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.PrintStream;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -42,7 +40,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Supplier;
 
 /**
  * The chaos run of chaos/run.sh: many clients paying against several instances of a target that share one
@@ -98,6 +95,7 @@ public class Chaos {
         long seed = Long.parseLong(opt("seed", Long.toString(System.currentTimeMillis())));
         log("seed " + seed + " (pass --seed " + seed + " to replay the same fault and client schedule)");
 
+        checkStripeSettings();
         List<Audit> audits = new ArrayList<>();
         Audit real = new Run(Variant.CHARGEONCE, duration, seed).execute();
         audits.add(real);
@@ -109,28 +107,53 @@ public class Chaos {
         String table = Audit.sideBySide(audits);
         OUT.println();
         OUT.println(table);
-        Files.writeString(results.resolve("report.md"), table);
 
+        // The verdict. A run proves something only if the chaos happened (every fault switch worked, enough faults
+        // and payments, every kind of fault in a full-length run) and the audit demonstrably sees duplicates (the
+        // control shows them): otherwise it is a FAIL too, never a PASS of a run that tested nothing.
+        List<String> failures = new ArrayList<>();
         int exit = 0;
         if (real.violations() > 0) {
-            OUT.println("FAIL: chargeonce charged twice, lost a payment or answered inconsistently (" + real.violations()
-                    + " violations); evidence in " + results);
+            failures.add("chargeonce charged twice, lost a payment or answered inconsistently (" + real.violations()
+                    + " violations); evidence in " + results.resolve("chargeonce-audit.txt"));
             exit = 1;
-        } else {
-            OUT.println("PASS: chargeonce: no duplicate, no loss, every row terminal, every replay identical.");
         }
-        if (naive != null) {
-            if (naive.duplicatePayments == 0) {
-                OUT.println((Boolean.parseBoolean(opt("require-naive-duplicates", "false")) ? "FAIL" : "WARNING")
-                        + ": the naive control shows no duplicate: the audit could not prove that it sees them.");
-                if (Boolean.parseBoolean(opt("require-naive-duplicates", "false"))) {
-                    exit = exit == 0 ? 3 : exit;
-                }
-            } else {
-                OUT.println("Control: the naive check-then-act variant charged " + naive.duplicatePayments
-                        + " payments more than once under the same chaos: the audit sees duplicates.");
+        int minFaults = Integer.parseInt(opt("min-faults", "15"));
+        int minPayments = Integer.parseInt(opt("min-payments", "50"));
+        for (Audit a : audits) {
+            List<String> own = a.harnessFailures(minFaults, minPayments);
+            failures.addAll(own);
+            if (!own.isEmpty() && exit == 0) {
+                exit = 2;
             }
         }
+        boolean requireNaive = Boolean.parseBoolean(opt("require-naive-duplicates", "true"));
+        if (naive != null && naive.duplicatePayments == 0) {
+            String what = "the naive control shows no duplicate: the audit could not prove that it sees them";
+            if (requireNaive) {
+                failures.add(what);
+                exit = exit == 0 ? 3 : exit;
+            } else {
+                OUT.println("WARNING: " + what + " (not required: --allow-naive-without-duplicates).");
+            }
+        }
+        StringBuilder verdict = new StringBuilder();
+        if (failures.isEmpty()) {
+            verdict.append("PASS: chargeonce: no duplicate, no loss, every row terminal or parked after a lost commit, ")
+                    .append("every replay consistent; every fault switch worked, minimums met.\n");
+        } else {
+            for (String f : failures) {
+                verdict.append("FAIL: ").append(f).append('\n');
+            }
+        }
+        if (naive != null && naive.duplicatePayments > 0) {
+            verdict.append("Control: the naive check-then-act variant charged ").append(naive.duplicatePayments)
+                    .append(" payments more than once under the same chaos: the audit sees duplicates.\n");
+        } else if (naive == null) {
+            verdict.append("NOTE: the naive control did not run (--no-naive): nothing shows that the audit sees duplicates.\n");
+        }
+        OUT.print(verdict);
+        Files.writeString(results.resolve("report.md"), table + "\n" + verdict);
         CHILDREN.forEach(Process::destroyForcibly);
         System.exit(exit);
     }
@@ -155,44 +178,49 @@ public class Chaos {
         }
     }
 
+    /** StripeKeys.identity: the first 48 hex characters of sha256(client + "\n" + Idempotency-Key). */
+    static String identity(String client, String key) {
+        return sha256(client + "\n" + key).substring(0, 48);
+    }
+
     static String clientsConfig() {
         return "acme:" + sha256(ACME_KEY) + ",globex:" + sha256(GLOBEX_KEY);
     }
 
-    static final Set<Integer> PORTS_TAKEN = ConcurrentHashMap.newKeySet();
+    // ---- how long the stand-in may work on one create, and what the instances are told about it --------------------
+
+    /** The longest latency spike the schedule injects (Run.latencySpike): the stand-in runs the request that long. */
+    static final int LONGEST_LATENCY_MS = 10_500;
+    /** The longest {@code slow:<ms>} plan step the schedule injects (Run.slowStepMillis). */
+    static final int LONGEST_SLOW_STEP_MS = 9_000;
+
+    /**
+     * chargeonce.stripe.request-max-duration is the service's belief of how long Stripe may still execute a request
+     * after it was sent: once it has passed since the key's last send, a list of the key's PaymentIntents is taken
+     * as final and the next Stripe attempt may be sent. It MUST exceed the longest the stand-in can execute one
+     * request here (the longest latency spike or slow step above, 10.5 s); otherwise the instances are configured to
+     * believe a request is over while it still runs, and a second PaymentIntent would be the configuration's fault,
+     * not the service's. Raising those faults means raising this setting (Chaos option --request-max-duration) too.
+     */
+    static void checkStripeSettings() {
+        long maxDurationMs = seconds(opt("request-max-duration", "15s")) * 1000;
+        long longestInjected = Math.max(LONGEST_LATENCY_MS, LONGEST_SLOW_STEP_MS);
+        // One second of margin: on a busy machine the stand-in may start a request's clock late.
+        if (maxDurationMs <= longestInjected + 1_000) {
+            throw new IllegalStateException("request-max-duration " + maxDurationMs + " ms does not exceed the longest"
+                    + " request the stand-in executes in this run (" + longestInjected + " ms) by a second");
+        }
+        log("instances: lease " + opt("lease", "10s") + ", Stripe connect/read timeout " + opt("stripe-connect-timeout", "1s")
+                + "/" + opt("stripe-read-timeout", "2s") + ", request-max-duration " + maxDurationMs + " ms (longest injected "
+                + longestInjected + " ms), lookup-skew " + opt("lookup-skew", "10s"));
+    }
 
     /**
      * A free port below the kernel's ephemeral range, so that an instance can bind it again when it restarts (a port
-     * in the ephemeral range may meanwhile be the local end of some outgoing connection).
+     * in the ephemeral range may meanwhile be the local end of some outgoing connection): the test suite's own.
      */
     static int freePort() {
-        int ephemeralLow = 32768;
-        // Read the procfs file as a stream: Files.readString trusts its reported size and can return a truncated value.
-        try (java.io.BufferedReader in = Files.newBufferedReader(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))) {
-            String line = in.readLine();
-            int parsed = Integer.parseInt(line.trim().split("\\s+")[0]);
-            if (parsed > 4_096) {
-                ephemeralLow = parsed;
-            }
-        } catch (IOException | RuntimeException e) {
-            // keep the usual default
-        }
-        int low = Math.max(1024, Math.min(20_000, ephemeralLow - 2_000));
-        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
-        for (int i = 0; i < 500; i++) {
-            int port = low + random.nextInt(ephemeralLow - low);
-            if (PORTS_TAKEN.contains(port)) {
-                continue;
-            }
-            try (ServerSocket s = new ServerSocket()) {
-                s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1);
-                PORTS_TAKEN.add(port);
-                return port;
-            } catch (IOException e) {
-                // taken: try another
-            }
-        }
-        throw new IllegalStateException("no free port below " + ephemeralLow);
+        return ServiceProcess.freePort();
     }
 
     static synchronized void recordChild(Process p) {
@@ -222,102 +250,6 @@ public class Chaos {
             this.label = label;
             this.database = database;
             this.readyPath = readyPath;
-        }
-    }
-
-    /** A TCP proxy in front of PostgreSQL: cut() drops every connection and refuses new ones until restore(). */
-    static final class TcpProxy implements AutoCloseable {
-        final ServerSocket listener;
-        final int targetPort;
-        final Set<Socket> open = ConcurrentHashMap.newKeySet();
-        volatile boolean cut;
-        volatile boolean closed;
-
-        TcpProxy(int targetPort) throws IOException {
-            this.targetPort = targetPort;
-            listener = new ServerSocket();
-            listener.setReuseAddress(true);
-            listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 512);
-            Thread.ofPlatform().daemon().name("proxy-" + port()).start(this::accept);
-        }
-
-        int port() {
-            return listener.getLocalPort();
-        }
-
-        void cut() {
-            cut = true;
-            for (Socket s : open) {
-                closeQuietly(s);
-            }
-            open.clear();
-        }
-
-        void restore() {
-            cut = false;
-        }
-
-        void accept() {
-            while (!closed) {
-                try {
-                    Socket client = listener.accept();
-                    if (cut) {
-                        client.setSoLinger(true, 0);
-                        closeQuietly(client);
-                        continue;
-                    }
-                    Socket upstream;
-                    try {
-                        upstream = new Socket(InetAddress.getLoopbackAddress(), targetPort);
-                    } catch (IOException e) {
-                        closeQuietly(client);
-                        continue;
-                    }
-                    client.setTcpNoDelay(true);
-                    upstream.setTcpNoDelay(true);
-                    open.add(client);
-                    open.add(upstream);
-                    Thread.ofVirtual().start(() -> pump(client, upstream));
-                    Thread.ofVirtual().start(() -> pump(upstream, client));
-                } catch (IOException e) {
-                    if (closed) {
-                        return;
-                    }
-                }
-            }
-        }
-
-        void pump(Socket from, Socket to) {
-            byte[] buffer = new byte[16 * 1024];
-            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
-                int n;
-                while (!cut && (n = in.read(buffer)) >= 0) {
-                    out.write(buffer, 0, n);
-                    out.flush();
-                }
-            } catch (IOException e) {
-                // one side closed
-            } finally {
-                closeQuietly(from);
-                closeQuietly(to);
-                open.remove(from);
-                open.remove(to);
-            }
-        }
-
-        static void closeQuietly(Socket s) {
-            try {
-                s.close();
-            } catch (IOException ignored) {
-                // closed already
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            closed = true;
-            cut();
-            listener.close();
         }
     }
 
@@ -358,8 +290,13 @@ public class Chaos {
                         "-Dquarkus.datasource.password=x",
                         "-Dchargeonce.stripe.api-key=sk_test_sandbox", "-Dchargeonce.stripe.api-base=" + stripeBase,
                         "-Dchargeonce.auth.clients=" + clientsConfig(),
-                        // Short leases and a fast recovery worker, so that crashes resolve within the run.
-                        "-Dchargeonce.idempotency.lease=" + opt("lease", "3s"),
+                        // Short Stripe timeouts, and the shortest lease the service accepts with them (it refuses a
+                        // lease not longer than one whole create call: 3 tries x (connect + read) + 2 x 350 ms = 9.7 s),
+                        // so that crashes resolve within the run. See checkStripeSettings() for request-max-duration.
+                        "-Dchargeonce.idempotency.lease=" + opt("lease", "10s"),
+                        "-Dchargeonce.stripe.connect-timeout=" + opt("stripe-connect-timeout", "1s"),
+                        "-Dchargeonce.stripe.read-timeout=" + opt("stripe-read-timeout", "2s"),
+                        "-Dchargeonce.stripe.request-max-duration=" + opt("request-max-duration", "15s"),
                         "-Dchargeonce.recovery.enabled=true", "-Dchargeonce.recovery.interval=1s",
                         "-Dchargeonce.recovery.initial-delay=1s", "-Dchargeonce.shutdown.grace=5s",
                         // The stand-in runs on this host's clock, so the lookup needs no clock-skew margin; with the
@@ -382,8 +319,11 @@ public class Chaos {
             return cmd;
         }
 
-        /** Starts the process and waits until it is ready (or gives up after the timeout, leaving it running). */
-        synchronized void start(Duration timeout) {
+        /**
+         * Starts the process and waits until it is ready; false when it was not ready in time (it is left running, if
+         * it runs: clients will retry) or kept exiting (a refused configuration: see its log in results/logs).
+         */
+        synchronized boolean start(Duration timeout) {
             long deadline = System.nanoTime() + timeout.toNanos();
             while (System.nanoTime() < deadline) {
                 File logFile = results.resolve("logs").resolve(name() + "-" + (++starts) + ".log").toFile();
@@ -395,31 +335,40 @@ public class Chaos {
                 recordChild(process);
                 while (System.nanoTime() < deadline && process.isAlive()) {
                     if (Http.ready(URI.create("http://127.0.0.1:" + port + variant.readyPath))) {
-                        return;
+                        return true;
                     }
                     sleep(150);
                 }
                 if (process.isAlive()) {
-                    return; // not ready in time (database cut?): leave it running, clients will retry
+                    return false; // not ready in time: leave it running, clients will retry
                 }
                 log(name() + " exited during start (see " + logFile + "); starting again");
                 sleep(500);
             }
+            return false;
         }
 
-        void kill9() {
+        /** kill -9; false when the process was still there 10 s later. */
+        boolean kill9() {
             Process p = process;
             if (p != null) {
                 p.destroyForcibly();
                 try {
-                    p.waitFor(10, TimeUnit.SECONDS);
+                    return p.waitFor(10, TimeUnit.SECONDS);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
+                    return false;
                 }
             }
+            return true;
         }
 
-        void terminate() {
+        /**
+         * SIGTERM; "stopped" when it stopped by itself, "killed" when it had to be killed after 15 s (the service's
+         * shutdown takes at most twice its 5 s grace, so that is a finding, not a harness failure), "failed" when it
+         * was still there after that.
+         */
+        String terminate() {
             Process p = process;
             if (p != null) {
                 p.destroy();
@@ -427,12 +376,14 @@ public class Chaos {
                     if (!p.waitFor(15, TimeUnit.SECONDS)) {
                         log(name() + " did not stop within 15 s of SIGTERM; killing it");
                         p.destroyForcibly();
-                        p.waitFor(10, TimeUnit.SECONDS);
+                        return p.waitFor(10, TimeUnit.SECONDS) ? "killed" : "failed";
                     }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
+                    return "failed";
                 }
             }
+            return "stopped";
         }
 
         boolean alive() {
@@ -447,9 +398,61 @@ public class Chaos {
 
     // ---- HTTP ----------------------------------------------------------------------------------------------------
 
-    record Answer(int status, String body, boolean replayed, String retryAfter) {
+    /**
+     * One answer a client got; {@code sentAt} / {@code receivedAt}: epoch ms when the request left and when its answer
+     * came back (or the request failed); {@code port}: the instance asked (0: not a request).
+     */
+    record Answer(int status, String body, boolean replayed, String retryAfter, long sentAt, long receivedAt, int port) {
+        Answer(int status, String body, boolean replayed, String retryAfter) {
+            this(status, body, replayed, retryAfter, System.currentTimeMillis(), System.currentTimeMillis(), 0);
+        }
+
+        Answer sent(long at, URI uri) {
+            return new Answer(status, body, replayed, retryAfter, at, receivedAt, uri.getPort());
+        }
+
         boolean isFinal() {
             return status == 201 || status == 402 || status == 400 || status == 422;
+        }
+
+        /**
+         * The service parked the key for an operator (503 charge_under_reconciliation, Retry-After 10 minutes): it
+         * answers so until someone reconciles it, so clients stop asking. Expected only after a lost commit.
+         */
+        boolean isParked() {
+            return status == 503 && body != null && body.contains("\"charge_under_reconciliation\"");
+        }
+
+        /** The charge id the answer names: {@code id} of a 201, {@code error.charge} of a 402/400. */
+        String chargeId() {
+            Object o = Json.parseQuietly(body);
+            if (o instanceof Map<?, ?> m) {
+                if (m.get("error") instanceof Map<?, ?> e) {
+                    return e.get("charge") instanceof String c ? c : null;
+                }
+                return m.get("id") instanceof String c ? c : null;
+            }
+            return null;
+        }
+
+        /**
+         * What must not change when the database lost the row and a new row answered: the status code and the whole
+         * body except the new row's charge id and creation time (same PaymentIntent, amount, currency, status...).
+         */
+        Object sameAfterLostRow() {
+            Object o = Json.parseQuietly(body);
+            if (o instanceof Map<?, ?> m) {
+                Map<Object, Object> copy = new LinkedHashMap<>(m);
+                copy.remove("id");
+                copy.remove("created");
+                if (copy.get("error") instanceof Map<?, ?> e) {
+                    Map<Object, Object> error = new LinkedHashMap<>(e);
+                    error.remove("charge");
+                    copy.put("error", error);
+                }
+                return List.of(status, copy);
+            }
+            return List.of(status, String.valueOf(body));
         }
 
         String describe() {
@@ -462,6 +465,11 @@ public class Chaos {
                 .connectTimeout(Duration.ofSeconds(1)).executor(Executors.newVirtualThreadPerTaskExecutor()).build();
 
         static Answer post(URI uri, String apiKey, String key, String body, Duration timeout) {
+            long at = System.currentTimeMillis();
+            return postAt(uri, apiKey, key, body, timeout).sent(at, uri);
+        }
+
+        static Answer postAt(URI uri, String apiKey, String key, String body, Duration timeout) {
             HttpRequest request = HttpRequest.newBuilder(uri).timeout(timeout)
                     .header("Authorization", "Bearer " + apiKey).header("Idempotency-Key", key)
                     .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build();
@@ -478,6 +486,11 @@ public class Chaos {
         }
 
         static Answer get(URI uri, String apiKey, Duration timeout) {
+            long at = System.currentTimeMillis();
+            return getAt(uri, apiKey, timeout).sent(at, uri);
+        }
+
+        static Answer getAt(URI uri, String apiKey, Duration timeout) {
             try {
                 HttpResponse<String> r = CLIENT.send(HttpRequest.newBuilder(uri).timeout(timeout)
                         .header("Authorization", "Bearer " + apiKey).GET().build(), HttpResponse.BodyHandlers.ofString());
@@ -522,7 +535,13 @@ public class Chaos {
     /** The Stripe stand-in (dev.chargeonce.sandbox.StripeSandbox) as its own process, and its control plane. */
     static final class Stripe {
         final int port = freePort();
+        /** Where a control-plane call that failed is reported: a fault that was not switched fails the run. */
+        final java.util.function.Consumer<String> failed;
         Process process;
+
+        Stripe(java.util.function.Consumer<String> failed) {
+            this.failed = failed;
+        }
 
         void start() throws IOException {
             process = new ProcessBuilder(opt("java", "java"), "-Xmx1g", "-cp", opt("sandbox-jar", ""),
@@ -545,11 +564,15 @@ public class Chaos {
             return "http://127.0.0.1:" + port;
         }
 
-        void faults(String query) {
+        /** Switches the stand-in's faults; a failure (an HTTP error, no answer) is reported and returns false. */
+        boolean faults(String query) {
             try {
                 Http.call("POST", URI.create(base() + "/_sandbox/faults?" + query));
-            } catch (IOException e) {
+                return true;
+            } catch (IOException | RuntimeException e) {
                 log("sandbox faults " + query + " failed: " + e.getMessage());
+                failed.accept("Stripe stand-in control plane: faults?" + query + " failed: " + e.getMessage());
+                return false;
             }
         }
 
@@ -580,6 +603,10 @@ public class Chaos {
         /** GET /v1/charges/{id} asked right after the 201 (read-your-writes, through the replica when configured). */
         final List<Answer> readsAfterSuccess = Collections.synchronizedList(new ArrayList<>());
         final AtomicInteger requests = new AtomicInteger();
+        /** 503 charge_under_reconciliation answers: the key was parked (expected only after a lost commit). */
+        final List<Answer> parked = Collections.synchronizedList(new ArrayList<>());
+        /** Rows of this payment the harness deleted (lost commits): their charge ids, and when. */
+        final List<LostRow> lostRows = Collections.synchronizedList(new ArrayList<>());
         volatile boolean duplicatedConcurrently;
 
         Payment(String id, String client, String apiKey, String key, long amount, String paymentMethod) {
@@ -596,12 +623,52 @@ public class Chaos {
                     + "\",\"metadata\":{\"chaos_payment\":\"" + id + "\"}}";
         }
 
+        /** Every answer any request of this payment got, in arrival order: the evidence of a violation. */
+        final List<Answer> history = Collections.synchronizedList(new ArrayList<>());
+
         void record(Answer a) {
+            history.add(a);
             if (a.isFinal()) {
                 firstFinal.compareAndSet(null, a);
                 finals.add(a);
+            } else if (a.isParked()) {
+                parked.add(a);
             }
         }
+
+        /** This payment's story for the evidence: its rows deleted, then every answer with its arrival time. */
+        String story(long t0) {
+            StringBuilder out = new StringBuilder();
+            for (LostRow l : List.copyOf(lostRows)) {
+                out.append(String.format(Locale.ROOT, "\n    %8.2fs row %s (%s, Stripe attempt %d) deleted (lost commit)",
+                        (l.deleteStarted() - t0) / 1000.0, l.chargeId(), l.status(), l.stripeAttempt()));
+            }
+            for (Answer a : List.copyOf(history)) {
+                out.append(String.format(Locale.ROOT, "\n    %8.2fs-%8.2fs :%d %s", (a.sentAt() - t0) / 1000.0,
+                        (a.receivedAt() - t0) / 1000.0, a.port(), a.describe()));
+            }
+            return out.toString();
+        }
+
+        boolean lost() {
+            return !lostRows.isEmpty();
+        }
+
+        /** The charge ids of rows of this payment that were deleted. */
+        Set<String> lostChargeIds() {
+            Set<String> ids = new java.util.HashSet<>();
+            for (LostRow l : List.copyOf(lostRows)) {
+                ids.add(l.chargeId());
+            }
+            return ids;
+        }
+    }
+
+    /**
+     * A finished row the lost_commit fault deleted; {@code stripeAttempt}: its Stripe attempt (1 for the naive
+     * control); {@code deleteStarted}: epoch ms when the DELETE was sent.
+     */
+    record LostRow(String chargeId, String status, int stripeAttempt, long deleteStarted) {
     }
 
     /** Counts of every answer clients got, by status (-1: connection failed or timed out). */
@@ -629,7 +696,8 @@ public class Chaos {
     static final class FaultLog {
         final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
         final ConcurrentLinkedQueue<String> events = new ConcurrentLinkedQueue<>();
-        final long t0 = System.currentTimeMillis();
+        /** The start of the chaos: every time in the fault log and the evidence is relative to it. */
+        volatile long t0 = System.currentTimeMillis();
 
         void note(String kind, String detail) {
             counts.computeIfAbsent(kind, k -> new AtomicInteger()).incrementAndGet();
@@ -637,9 +705,34 @@ public class Chaos {
             events.add(line);
         }
 
+        /** Something a fault led to that is worth reporting but is not a fault itself (counted apart). */
+        void finding(String kind, String detail) {
+            count(kind, 1);
+            events.add(String.format(Locale.ROOT, "%7.2fs (finding) %s %s", (System.currentTimeMillis() - t0) / 1000.0,
+                    kind, detail));
+        }
+
+        /** A line in the log that is neither a fault nor a finding (an instance ready again, ...). */
+        void event(String detail) {
+            events.add(String.format(Locale.ROOT, "%7.2fs (event) %s", (System.currentTimeMillis() - t0) / 1000.0, detail));
+        }
+
+        void count(String what, int n) {
+            counts.computeIfAbsent(what, k -> new AtomicInteger()).addAndGet(n);
+        }
+
         int of(String kind) {
             AtomicInteger n = counts.get(kind);
             return n == null ? 0 : n.get();
+        }
+
+        /** Faults injected, of every kind of the deck. */
+        int total() {
+            return Run.FAULT_DECK.keySet().stream().mapToInt(this::of).sum();
+        }
+
+        List<String> kindsMissing() {
+            return Run.FAULT_DECK.keySet().stream().filter(k -> of(k) == 0).toList();
         }
     }
 
@@ -649,9 +742,13 @@ public class Chaos {
         final Variant variant;
         final long durationSeconds;
         final SplittableRandom random;
-        final Stripe stripe = new Stripe();
+        /** Fault switches that failed (control plane errors, kills, restarts, deletions): each one fails the run. */
+        final List<String> switchFailures = Collections.synchronizedList(new ArrayList<>());
+        final Stripe stripe = new Stripe(this::switchFailed);
         final List<Instance> instances = new ArrayList<>();
         final List<Payment> payments = Collections.synchronizedList(new ArrayList<>());
+        /** client + "\n" + Idempotency-Key -> payment: which payment a deleted row belonged to. */
+        final Map<String, Payment> paymentsByKey = new ConcurrentHashMap<>();
         final Tally tally = new Tally();
         final FaultLog faults = new FaultLog();
         final ExecutorService background = Executors.newVirtualThreadPerTaskExecutor();
@@ -669,6 +766,11 @@ public class Chaos {
             return random.split();
         }
 
+        void switchFailed(String what) {
+            log("FAULT SWITCH FAILED (" + variant.database + "): " + what);
+            switchFailures.add(what);
+        }
+
         Audit execute() throws Exception {
             log("=== " + variant.label + ": " + durationSeconds + " s of chaos ===");
             prepareDatabase();
@@ -683,15 +785,21 @@ public class Chaos {
                         stripe.base()));
             }
             for (Instance instance : instances) {
-                instance.start(Duration.ofSeconds(90));
-                if (!instance.alive()) {
-                    throw new IllegalStateException(instance.name() + " did not start; see " + results.resolve("logs"));
+                // Ready, not merely alive: an instance that refuses its configuration (lease too short, ...) keeps
+                // exiting, and one that never gets ready would turn the run into a test of nothing.
+                if (!instance.start(Duration.ofSeconds(90))) {
+                    throw new IllegalStateException(instance.name() + " did not start (not ready within 90 s); see its log in "
+                            + results.resolve("logs"));
                 }
             }
             log(n + " instances up" + (!replicaForThis ? "" : variant == Variant.NAIVE ? ", key lookups on the lagging replica"
                     : ", replica datasource configured (GETs; the idempotency path stays on the primary)"));
 
             long start = System.currentTimeMillis();
+            faults.t0 = start;
+            for (Instance instance : instances) {
+                faults.event(instance.name() + " listens on :" + instance.port);
+            }
             endAt = start + durationSeconds * 1000;
             Thread scheduler = Thread.ofVirtual().start(this::faultSchedule);
             int clients = Integer.parseInt(opt("clients", "24"));
@@ -724,15 +832,17 @@ public class Chaos {
                     instance.replicaProxy.restore();
                 }
             }
-            stripe.faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0");
+            stripe.faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&plan=");
             for (Instance instance : instances) {
-                if (!instance.alive()) {
-                    instance.start(Duration.ofSeconds(90));
+                if (!instance.alive() && !instance.start(Duration.ofSeconds(90))) {
+                    switchFailed(instance.name() + " did not come back after the chaos");
                 }
             }
             log("chaos over after " + chaosMillis / 1000 + " s; waiting for recovery to finish every row");
             long recoveryStart = System.currentTimeMillis();
-            long recoveryDeadline = recoveryStart + seconds(opt("recovery-timeout", "120s")) * 1000;
+            // Rows wait for their lease (10 s) after a crash, and for request-max-duration (15 s) after the key's last
+            // send when Stripe answered 5xx, before a driver may look the key up: a few of those in a row still fit.
+            long recoveryDeadline = recoveryStart + seconds(opt("recovery-timeout", "180s")) * 1000;
             long unfinished;
             while ((unfinished = unfinishedRows()) > 0 && System.currentTimeMillis() < recoveryDeadline) {
                 sleep(500);
@@ -775,9 +885,10 @@ public class Chaos {
             }
         }
 
+        /** Rows recovery may still finish (a parked row waits for an operator: the audit judges it). */
         long unfinishedRows() {
             try (Connection c = Audit.connect(variant); Statement s = c.createStatement();
-                 ResultSet rs = s.executeQuery("SELECT count(*) FROM stripe_intents WHERE status NOT IN ('completed', 'failed') OR needs_reconciliation")) {
+                 ResultSet rs = s.executeQuery("SELECT count(*) FROM stripe_intents WHERE status NOT IN ('completed', 'failed') AND NOT needs_reconciliation")) {
                 rs.next();
                 return rs.getLong(1);
             } catch (SQLException e) {
@@ -799,6 +910,7 @@ public class Chaos {
             Payment p = new Payment(id, acme ? "acme" : "globex", acme ? ACME_KEY : GLOBEX_KEY,
                     "chaos-" + UUID.randomUUID(), 100 + r.nextInt(99_900), pm);
             payments.add(p);
+            paymentsByKey.put(p.client + "\n" + p.key, p);
             return p;
         }
 
@@ -815,7 +927,7 @@ public class Chaos {
                 Duration timeout = Duration.ofMillis(300 + r.nextInt(3_700));
                 Answer a = send(p, p.body, r, timeout);
                 p.record(a);
-                if (a.isFinal()) {
+                if (a.isFinal() || a.isParked()) {
                     return;
                 }
                 long backoff = a.status() == -1 ? 50 + r.nextInt(400) : 100 + r.nextInt(700);
@@ -887,7 +999,9 @@ public class Chaos {
         }
 
         void finalRound() throws InterruptedException {
-            log("final round: every client asks once more for its " + payments.size() + " payments");
+            // Every payment, the ones whose row was deleted included: a lost row is claimed again here at the latest.
+            log("final round: every client asks once more for its " + payments.size() + " payments ("
+                    + payments.stream().filter(Payment::lost).count() + " of them lost a row)");
             Semaphore parallel = new Semaphore(32);
             long deadline = System.currentTimeMillis() + seconds(opt("final-round-timeout", "120s")) * 1000;
             try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
@@ -897,9 +1011,9 @@ public class Chaos {
                         try {
                             SplittableRandom r = new SplittableRandom(p.key.hashCode());
                             while (System.currentTimeMillis() < deadline) {
-                                Answer a = send(p, p.body, r, Duration.ofSeconds(10));
+                                Answer a = send(p, p.body, r, Duration.ofSeconds(15));
                                 p.record(a);
-                                if (a.isFinal()) {
+                                if (a.isFinal() || a.isParked()) {
                                     return;
                                 }
                                 sleep(300);
@@ -914,46 +1028,122 @@ public class Chaos {
 
         // ---- faults
 
+        /**
+         * The fault kinds and their weights: cards of a deck the schedule deals from, reshuffled when it is empty.
+         * One deck (31 cards, one every 0.4-2.2 s: about 40 s) holds every kind, so a run of 60 s or more deals each
+         * at least once (the verdict requires it), while the weights keep crashes and database cuts the most common.
+         */
+        static final Map<String, Integer> FAULT_DECK = faultDeck();
+
+        static Map<String, Integer> faultDeck() {
+            Map<String, Integer> deck = new LinkedHashMap<>();
+            deck.put("kill_9", 4);
+            deck.put("sigterm", 2);
+            deck.put("db_cut", 4);
+            deck.put("lost_commit", 3);
+            deck.put("stripe_latency_spike", 3);
+            deck.put("stripe_keeps_running", 3);
+            deck.put("stripe_edge_after_slow", 2);
+            deck.put("stripe_edge", 2);
+            deck.put("stripe_500_before_charging", 2);
+            deck.put("stripe_500_after_charging", 2);
+            deck.put("stripe_drop_after_charging", 2);
+            deck.put("stripe_429", 2);
+            return Collections.unmodifiableMap(deck);
+        }
+
         void faultSchedule() {
             SplittableRandom r = rnd();
+            List<String> deck = new ArrayList<>();
             while (System.currentTimeMillis() < endAt - 1_000) {
                 sleep(400 + r.nextInt(1_800));
                 if (System.currentTimeMillis() >= endAt - 1_000) {
                     break;
                 }
-                int roll = r.nextInt(100);
-                if (roll < 18) {
-                    killAndRestart(r, true);
-                } else if (roll < 24) {
-                    killAndRestart(r, false);
-                } else if (roll < 42) {
-                    cutDatabase(r);
-                } else if (roll < 55) {
-                    latencySpike(r);
-                } else if (roll < 67) {
-                    int n = 1 + r.nextInt(5);
-                    stripe.faults("fail_before=" + n);
-                    faults.note("stripe_500_before_charging", "next " + n + " creates");
-                } else if (roll < 79) {
-                    int n = 1 + r.nextInt(5);
-                    stripe.faults("fail_after=" + n);
-                    faults.note("stripe_500_after_charging", "next " + n + " creates");
-                } else if (roll < 91) {
-                    int n = 1 + r.nextInt(5);
-                    stripe.faults("drop_after=" + n);
-                    faults.note("stripe_drop_after_charging", "next " + n + " creates");
-                } else {
-                    int n = 1 + r.nextInt(10);
-                    stripe.faults("rate_limit=" + n);
-                    faults.note("stripe_429", "next " + n + " creates");
+                if (deck.isEmpty()) {
+                    FAULT_DECK.forEach((kind, weight) -> deck.addAll(Collections.nCopies(weight, kind)));
+                    for (int i = deck.size() - 1; i > 0; i--) {
+                        Collections.swap(deck, i, r.nextInt(i + 1));
+                    }
+                }
+                String kind = deck.remove(deck.size() - 1);
+                boolean injected;
+                try {
+                    injected = inject(kind, r);
+                } catch (RuntimeException e) {
+                    switchFailed(kind + ": " + e);
+                    injected = true;
+                }
+                if (!injected) {
+                    // Not possible right now (both instances down, no finished row yet): back into the deck, so that
+                    // the kind still comes up in this run.
+                    deck.add(r.nextInt(deck.size() + 1), kind);
                 }
             }
         }
 
-        void killAndRestart(SplittableRandom r, boolean kill9) {
+        /** Injects one fault; false when it could not be injected now (not a failure: tried again later). */
+        boolean inject(String kind, SplittableRandom r) {
+            switch (kind) {
+                case "kill_9" -> {
+                    return killAndRestart(r, true);
+                }
+                case "sigterm" -> {
+                    return killAndRestart(r, false);
+                }
+                case "db_cut" -> cutDatabase(r);
+                case "lost_commit" -> {
+                    return loseCommits(r);
+                }
+                case "stripe_latency_spike" -> latencySpike(r);
+                case "stripe_keeps_running" -> {
+                    // Creates that the stand-in executes (and charges) seconds after the service's read timeout (2 s)
+                    // gave up on them: the service must wait for them, never take them for absent.
+                    List<String> steps = new ArrayList<>();
+                    for (int i = 0, n = 1 + r.nextInt(3); i < n; i++) {
+                        steps.add("slow:" + slowStepMillis(r));
+                    }
+                    plan(kind, steps);
+                }
+                case "stripe_edge_after_slow" -> {
+                    // One create keeps running while the next ones get a 502 from Stripe's edge (nothing executed,
+                    // nothing stored). The edges go to whichever creates come next: the slow request's own retry when
+                    // it is the next to arrive, another payment's otherwise.
+                    List<String> steps = new ArrayList<>(List.of("slow:" + slowStepMillis(r)));
+                    steps.addAll(Collections.nCopies(1 + r.nextInt(4), "edge"));
+                    plan(kind, steps);
+                }
+                case "stripe_edge" -> plan(kind, Collections.nCopies(1 + r.nextInt(5), "edge"));
+                case "stripe_500_before_charging" -> counter(kind, "fail_before", 1 + r.nextInt(5));
+                case "stripe_500_after_charging" -> counter(kind, "fail_after", 1 + r.nextInt(5));
+                case "stripe_drop_after_charging" -> counter(kind, "drop_after", 1 + r.nextInt(5));
+                case "stripe_429" -> counter(kind, "rate_limit", 1 + r.nextInt(10));
+                default -> throw new IllegalArgumentException("unknown fault " + kind);
+            }
+            return true;
+        }
+
+        static long slowStepMillis(SplittableRandom r) {
+            return 3_000 + r.nextInt(LONGEST_SLOW_STEP_MS - 3_000 + 1);
+        }
+
+        /** A script for the next creates; it replaces what is left of an earlier one (the stand-in keeps one plan). */
+        void plan(String kind, List<String> steps) {
+            if (stripe.faults("plan=" + String.join(",", steps))) {
+                faults.note(kind, "plan " + String.join(",", steps));
+            }
+        }
+
+        void counter(String kind, String counter, int n) {
+            if (stripe.faults(counter + "=" + n)) {
+                faults.note(kind, "next " + n + " creates");
+            }
+        }
+
+        boolean killAndRestart(SplittableRandom r, boolean kill9) {
             List<Instance> candidates = instances.stream().filter(i -> !i.busy && i.alive()).toList();
             if (candidates.isEmpty()) {
-                return;
+                return false;
             }
             Instance victim = candidates.get(r.nextInt(candidates.size()));
             victim.busy = true;
@@ -962,16 +1152,32 @@ public class Chaos {
             background.submit(() -> {
                 try {
                     if (kill9) {
-                        victim.kill9();
+                        if (!victim.kill9()) {
+                            switchFailed("kill -9 of " + victim.name() + ": still running 10 s later");
+                        }
                     } else {
-                        victim.terminate();
+                        String stopped = victim.terminate();
+                        if (stopped.equals("killed")) {
+                            faults.finding("sigterm_needed_kill_9", victim.name() + " did not stop within 15 s of SIGTERM");
+                        } else if (stopped.equals("failed")) {
+                            switchFailed("SIGTERM of " + victim.name() + ": still running after SIGTERM and kill -9");
+                        }
                     }
                     sleep(down);
-                    victim.start(Duration.ofSeconds(60));
+                    long restart = System.currentTimeMillis();
+                    if (victim.start(Duration.ofSeconds(60))) {
+                        faults.event(victim.name() + " ready again, " + (System.currentTimeMillis() - restart) + " ms after its restart");
+                    } else if (!stopping) {
+                        switchFailed("restart of " + victim.name() + ": not ready within 60 s (see its log in "
+                                + results.resolve("logs") + ")");
+                    }
+                } catch (RuntimeException e) {
+                    switchFailed("kill/restart of " + victim.name() + ": " + e);
                 } finally {
                     victim.busy = false;
                 }
             });
+            return true;
         }
 
         void cutDatabase(SplittableRandom r) {
@@ -997,10 +1203,13 @@ public class Chaos {
         }
 
         void latencySpike(SplittableRandom r) {
-            long latency = r.nextInt(100) < 10 ? 8_500 + r.nextInt(2_000) : 300 + r.nextInt(5_000);
+            // Mostly 0.3-5.3 s; one in ten 8.5-10.5 s, longer than a whole create call (9.7 s) and than the lease.
+            long latency = r.nextInt(100) < 10 ? LONGEST_LATENCY_MS - 2_000 + r.nextInt(2_001) : 300 + r.nextInt(5_000);
             long span = 1_000 + r.nextInt(5_000);
             long generation = latencyGeneration.incrementAndGet();
-            stripe.faults("latency_ms=" + latency);
+            if (!stripe.faults("latency_ms=" + latency)) {
+                return;
+            }
             faults.note("stripe_latency_spike", latency + " ms for " + span + " ms");
             background.submit(() -> {
                 sleep(span);
@@ -1009,15 +1218,115 @@ public class Chaos {
                 }
             });
         }
+
+        /**
+         * A failover to an asynchronous standby, or a restore, loses the last commits: 1-3 rows among the 20 most
+         * recently finished ones disappear from the target's table (deleted in PostgreSQL, which the harness owns).
+         * The clients go on: a client of each lost payment asks again, 0.2-3 s later or only after the lookup-skew
+         * (and the final round asks every payment). The audit then expects the same PaymentIntent under a new charge
+         * id, or a parked key (503 charge_under_reconciliation), never a second PaymentIntent.
+         */
+        boolean loseCommits(SplittableRandom r) {
+            int n = 1 + r.nextInt(3);
+            // The naive control's table has no finished_at (its rows are finished when they are inserted) and no
+            // Stripe attempt.
+            String finishedAt = variant == Variant.CHARGEONCE ? "finished_at" : "created_at";
+            String attempt = variant == Variant.CHARGEONCE ? "stripe_attempt" : "1";
+            // One lost commit in three takes rows whose Stripe attempt had moved on (attempt 1 proven empty after a
+            // stored 5xx, attempt 2 charged), when there are any: the new row sends attempt 1 again, Stripe replays
+            // that 5xx for a key the row never sent, and the service must find the payment by its identity (or park
+            // the row), never move on to a PaymentIntent of its own. The other lost rows get Stripe's replay.
+            List<String> filters = variant == Variant.CHARGEONCE && r.nextInt(3) == 0
+                    ? List.of(" AND stripe_attempt > 1", "") : List.of("");
+            long started = System.currentTimeMillis();
+            List<LostRow> deleted = new ArrayList<>();
+            List<Payment> owners = new ArrayList<>();
+            try (Connection c = Audit.connect(variant)) {
+                for (String filter : filters) {
+                    try (java.sql.PreparedStatement ps = c.prepareStatement(
+                            "DELETE FROM stripe_intents WHERE id IN (SELECT id FROM (SELECT id FROM stripe_intents"
+                                    + " WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation" + filter
+                                    + " ORDER BY " + finishedAt + " DESC LIMIT 20) recent ORDER BY random() LIMIT ?)"
+                                    + " RETURNING id, client_id, idempotency_key, status, " + attempt)) {
+                        ps.setInt(1, n);
+                        try (ResultSet rs = ps.executeQuery()) {
+                            while (rs.next()) {
+                                LostRow lost = new LostRow(rs.getString(1), rs.getString(4), rs.getInt(5), started);
+                                Payment p = paymentsByKey.get(rs.getString(2) + "\n" + rs.getString(3));
+                                if (p == null) {
+                                    switchFailed("lost_commit deleted row " + lost.chargeId() + " of no payment of this run");
+                                    continue;
+                                }
+                                p.lostRows.add(lost);
+                                deleted.add(lost);
+                                owners.add(p);
+                            }
+                        }
+                    }
+                    if (!deleted.isEmpty()) {
+                        break;
+                    }
+                }
+                if (deleted.isEmpty()) {
+                    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
+                            "SELECT count(*) FROM stripe_intents WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation")) {
+                        rs.next();
+                        if (rs.getLong(1) > 0) {
+                            switchFailed("lost_commit deleted nothing although " + rs.getLong(1) + " finished rows exist");
+                        }
+                    }
+                    return false; // nothing finished yet: try again later
+                }
+            } catch (SQLException e) {
+                switchFailed("lost_commit: the DELETE failed: " + e.getMessage());
+                return true; // counted as a failure, not retried
+            }
+            faults.note("lost_commit", deleted.size() + " rows: " + deleted);
+            faults.count("lost_rows", deleted.size());
+            faults.count("lost_rows_attempt_moved_on", (int) deleted.stream().filter(l -> l.stripeAttempt() > 1).count());
+            // Half of the lost payments are asked again at once (0.2-3 s), half only after the lookup-skew has passed
+            // (2-10 s more), as a client coming back later: then the PaymentIntent is older than any window the new
+            // row's own sends open, and only Stripe's replay or a search by identity can find it.
+            long skewMillis = seconds(opt("lookup-skew", "10s")) * 1000;
+            for (Payment p : owners) {
+                SplittableRandom pr = r.split();
+                long wait = pr.nextBoolean() ? 200 + pr.nextInt(2_800) : skewMillis + 2_000 + pr.nextInt(8_000);
+                background.submit(() -> {
+                    sleep(wait);
+                    askAgain(p, pr, endAt);
+                });
+            }
+            return true;
+        }
+
+        /** A client asks for a payment again (whatever it was told before) until it gets a final or a parked answer. */
+        void askAgain(Payment p, SplittableRandom r, long deadline) {
+            while (System.currentTimeMillis() < deadline) {
+                Answer a = send(p, p.body, r, Duration.ofMillis(300 + r.nextInt(3_700)));
+                p.record(a);
+                if (a.isFinal() || a.isParked()) {
+                    return;
+                }
+                sleep(a.status() == -1 ? 50 + r.nextInt(400) : 100 + r.nextInt(700));
+            }
+        }
     }
 
     // ---- the audit ------------------------------------------------------------------------------------------------
 
     record Row(String id, String client, String key, String status, Integer responseStatus, String responseBody,
-               String paymentIntentId, boolean needsReconciliation) {
+               String paymentIntentId, boolean needsReconciliation, String reconciliationReason) {
+        /** The service's identity of (client, key) at Stripe: {@code chargeonce_key} (StripeKeys.identity). */
+        String identity() {
+            return Chaos.identity(client, key);
+        }
+
+        boolean terminal() {
+            return ("completed".equals(status) || "failed".equals(status)) && !needsReconciliation;
+        }
     }
 
-    record Intent(String id, String status, String chargeId, String paymentId) {
+    record Intent(String id, String status, String identity, String paymentId) {
         boolean charged() {
             return "succeeded".equals(status);
         }
@@ -1026,18 +1335,22 @@ public class Chaos {
     static final class Audit {
         final String label;
         long chaosSeconds;
+        long plannedSeconds;
         long recoveryMillis;
         long unfinishedAfterRecovery;
         int instances;
         Tally tally;
         FaultLog faults;
-        long payments, concurrentDuplicates, succeededForClient, declinedForClient, neverFinal;
+        List<String> switchFailures = List.of();
+        long payments, settled, concurrentDuplicates, succeededForClient, declinedForClient, neverFinal;
         long stripeCreates, intents, chargedIntents;
-        long rows, rowsCompleted, rowsFailed, rowsNotTerminal;
+        long rows, rowsCompleted, rowsFailed, rowsNotTerminal, rowsMissing;
         long duplicatePayments, doubleCharged, extraIntents;
         long toldSucceededStripeHasNot, chargedButNotToldSucceeded, rowDisagreesWithStripe, orphanIntents;
         long replayMismatches, rowAnswerMismatches, conflictsSent, conflictsRefused, conflictsCharged, unexpectedFinal;
-        long readsAfterSuccess, readsNotFound, readsDiffering;
+        long answersOfUnknownRows;
+        long readsAfterSuccess, readsNotFound, readsDiffering, readsOfLostRow;
+        long lostPayments, lostRecovered, lostParked, parkedAnswers;
         /** Evidence by kind, most serious kinds first, at most 50 examples of each. */
         final Map<String, List<String>> evidence = new LinkedHashMap<>();
 
@@ -1045,10 +1358,35 @@ public class Chaos {
             this.label = label;
         }
 
+        /**
+         * Parked keys after a lost commit are not counted: the service cannot prove the payment's outcome from a
+         * history the database lost, and says so (503 charge_under_reconciliation) instead of charging again. They are
+         * reported apart. A parked key whose row was never lost counts (a row not terminal).
+         */
         long violations() {
             return duplicatePayments + doubleCharged + toldSucceededStripeHasNot + chargedButNotToldSucceeded
-                    + rowDisagreesWithStripe + orphanIntents + rowsNotTerminal + replayMismatches + rowAnswerMismatches
-                    + conflictsCharged + neverFinal + unexpectedFinal + readsNotFound + readsDiffering;
+                    + rowDisagreesWithStripe + orphanIntents + rowsNotTerminal + rowsMissing + replayMismatches
+                    + rowAnswerMismatches + answersOfUnknownRows + conflictsCharged + neverFinal + unexpectedFinal
+                    + readsNotFound + readsDiffering;
+        }
+
+        /** Why this run proves nothing: failed fault switches, too few faults or payments, a kind of fault missing. */
+        List<String> harnessFailures(int minFaults, int minPayments) {
+            List<String> out = new ArrayList<>();
+            for (String f : switchFailures) {
+                out.add(label + ": a fault switch failed: " + f);
+            }
+            if (faults.total() < minFaults) {
+                out.add(label + ": only " + faults.total() + " faults injected (minimum " + minFaults + ", --min-faults)");
+            }
+            if (settled < minPayments) {
+                out.add(label + ": only " + settled + " payments settled (minimum " + minPayments + ", --min-payments)");
+            }
+            // One deck of faults holds every kind and takes about 40 s to deal: from 60 s on, each kind must occur.
+            if (plannedSeconds >= 60 && !faults.kindsMissing().isEmpty()) {
+                out.add(label + ": fault kinds never injected in " + plannedSeconds + " s: " + faults.kindsMissing());
+            }
+            return out;
         }
 
         static Connection connect(Variant variant) throws SQLException {
@@ -1066,14 +1404,19 @@ public class Chaos {
         String evidenceText() {
             StringBuilder out = new StringBuilder();
             for (String kind : List.of("DUPLICATE", "LOSS", "CHARGED BUT TOLD OTHERWISE", "ROW/STRIPE DISAGREE",
-                    "REPLAY DIFFERS", "ROW HOLDS ANOTHER ANSWER", "KEY REUSE ACCEPTED",
-                    "READ AFTER SUCCESS NOT FOUND", "READ AFTER SUCCESS DIFFERS", "NO FINAL ANSWER",
-                    "ROW NOT TERMINAL", "UNEXPECTED FINAL ANSWER", "ORPHAN PAYMENTINTENT")) {
+                    "REPLAY DIFFERS", "ANSWER AFTER LOST ROW DIFFERS", "ANSWER OF AN UNKNOWN ROW", "ROW HOLDS ANOTHER ANSWER",
+                    "KEY REUSE ACCEPTED", "READ AFTER SUCCESS NOT FOUND", "READ AFTER SUCCESS DIFFERS", "NO FINAL ANSWER",
+                    "ROW MISSING", "ROW NOT TERMINAL", "UNEXPECTED FINAL ANSWER", "ORPHAN PAYMENTINTENT",
+                    "PARKED AFTER LOST COMMIT", "RECOVERED AFTER LOST COMMIT", "READ OF A DELETED ROW")) {
                 List<String> examples = evidence.get(kind);
                 if (examples != null) {
                     out.append("== ").append(kind).append(" (first ").append(examples.size()).append(")\n");
                     examples.forEach(e -> out.append(e).append('\n'));
                 }
+            }
+            if (!switchFailures.isEmpty()) {
+                out.append("== FAULT SWITCHES THAT FAILED\n");
+                switchFailures.forEach(e -> out.append(e).append('\n'));
             }
             return out.toString();
         }
@@ -1081,13 +1424,17 @@ public class Chaos {
         static Audit of(Run run, long chaosMillis, long recoveryMillis, long unfinished) throws Exception {
             Audit a = new Audit(run.variant.label);
             a.chaosSeconds = chaosMillis / 1000;
+            a.plannedSeconds = run.durationSeconds;
             a.recoveryMillis = recoveryMillis;
             a.unfinishedAfterRecovery = unfinished;
             a.instances = run.instances.size();
             a.tally = run.tally;
             a.faults = run.faults;
+            a.switchFailures = List.copyOf(run.switchFailures);
+            long t0 = run.faults.t0;
 
-            // Stripe's side: every PaymentIntent, with the charge id the service wrote and the payment the client wrote.
+            // Stripe's side: every PaymentIntent, with the identity of (client, key) the service wrote
+            // (chargeonce_key) and the payment the client wrote (chaos_payment).
             String ledgerJson = run.stripe.get("/_sandbox/ledger");
             Files.writeString(results.resolve(run.variant.database + "-ledger.json"), ledgerJson);
             List<Intent> ledger = new ArrayList<>();
@@ -1095,7 +1442,7 @@ public class Chaos {
                 Map<?, ?> pi = (Map<?, ?>) o;
                 Map<?, ?> md = (Map<?, ?>) pi.get("metadata");
                 ledger.add(new Intent((String) pi.get("id"), (String) pi.get("status"),
-                        md == null ? null : (String) md.get("chargeonce_charge_id"), md == null ? null : (String) md.get("chaos_payment")));
+                        md == null ? null : (String) md.get("chargeonce_key"), md == null ? null : (String) md.get("chaos_payment")));
             }
             Map<?, ?> stats = (Map<?, ?>) Json.parse(run.stripe.get("/_sandbox/stats"));
             a.stripeCreates = ((Number) stats.get("create_requests")).longValue();
@@ -1104,36 +1451,41 @@ public class Chaos {
 
             // The database's side: client + Idempotency-Key -> charge id, status, stored answer.
             Map<String, Row> rowByPayment = new TreeMap<>();
-            Map<String, Row> rowByCharge = new TreeMap<>();
+            Map<String, Row> rowByIdentity = new TreeMap<>();
+            String reason = run.variant == Variant.CHARGEONCE ? "reconciliation_reason" : "NULL";
             try (Connection c = connect(run.variant); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
                     "SELECT id, client_id, idempotency_key, status, response_status, response_body, payment_intent_id, "
-                            + "needs_reconciliation FROM stripe_intents")) {
+                            + "needs_reconciliation, " + reason + " FROM stripe_intents")) {
                 while (rs.next()) {
                     int rsStatus = rs.getInt(5);
                     Row row = new Row(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
-                            rs.wasNull() ? null : rsStatus, rs.getString(6), rs.getString(7), rs.getBoolean(8));
+                            rs.wasNull() ? null : rsStatus, rs.getString(6), rs.getString(7), rs.getBoolean(8), rs.getString(9));
                     rowByPayment.put(row.client() + "\n" + row.key(), row);
-                    rowByCharge.put(row.id(), row);
+                    rowByIdentity.put(row.identity(), row);
                 }
             }
             a.rows = rowByPayment.size();
             for (Row row : rowByPayment.values()) {
-                if ("completed".equals(row.status()) && !row.needsReconciliation()) {
-                    a.rowsCompleted++;
-                } else if ("failed".equals(row.status()) && !row.needsReconciliation()) {
-                    a.rowsFailed++;
-                } else {
+                Payment owner = run.paymentsByKey.get(row.client() + "\n" + row.key());
+                if (row.terminal()) {
+                    if ("completed".equals(row.status())) {
+                        a.rowsCompleted++;
+                    } else {
+                        a.rowsFailed++;
+                    }
+                } else if (!(row.needsReconciliation() && owner != null && owner.lost())) {
+                    // (a parked row of a payment that lost a row is counted with the lost payments below)
                     a.rowsNotTerminal++;
-                    a.note("ROW NOT TERMINAL", row.toString());
+                    a.note("ROW NOT TERMINAL", row + (owner == null ? "" : owner.story(t0)));
                 }
             }
 
             Map<String, List<Intent>> byPayment = new TreeMap<>();
             for (Intent pi : ledger) {
                 byPayment.computeIfAbsent(String.valueOf(pi.paymentId()), k -> new ArrayList<>()).add(pi);
-                if (pi.chargeId() == null || !rowByCharge.containsKey(pi.chargeId())) {
+                if (pi.identity() == null || !rowByIdentity.containsKey(pi.identity())) {
                     a.orphanIntents++;
-                    a.note("ORPHAN PAYMENTINTENT", pi + " names a charge the database does not have");
+                    a.note("ORPHAN PAYMENTINTENT", pi + " is of no (client, key) the database has");
                 }
             }
 
@@ -1146,28 +1498,52 @@ public class Chaos {
                 List<Intent> pis = byPayment.getOrDefault(p.id, List.of());
                 List<Intent> charged = pis.stream().filter(Intent::charged).toList();
                 Answer first = p.firstFinal.get();
-                String where = "payment " + p.id + " (client " + p.client + ", key " + p.key + ", row "
-                        + (row == null ? "none" : row.id() + " " + row.status()) + ")";
+                boolean lost = p.lost();
+                String where = "payment " + p.id + " (client " + p.client + ", key " + p.key + ", identity "
+                        + identity(p.client, p.key) + ", row " + (row == null ? "none" : row.id() + " " + row.status()
+                        + (row.needsReconciliation() ? " parked: " + row.reconciliationReason() : ""))
+                        + (lost ? ", rows deleted: " + p.lostChargeIds() : "") + ")";
+                a.parkedAnswers += p.parked.size();
+                if (first != null || !p.parked.isEmpty()) {
+                    a.settled++;
+                }
 
                 if (pis.size() > 1) {
                     a.duplicatePayments++;
                     a.extraIntents += pis.size() - 1;
-                    a.note("DUPLICATE", where + " has " + pis.size() + " PaymentIntents at Stripe: " + pis);
+                    a.note("DUPLICATE", where + " has " + pis.size() + " PaymentIntents at Stripe: " + pis + p.story(t0));
                 }
                 if (charged.size() > 1) {
                     a.doubleCharged++;
                 }
+                if (lost) {
+                    a.lostPayments++;
+                    if (row != null && row.needsReconciliation()) {
+                        a.lostParked++;
+                        a.note("PARKED AFTER LOST COMMIT", where + ", " + p.parked.size() + " answers 503 charge_under_reconciliation, "
+                                + pis.size() + " PaymentIntent(s): " + pis + p.story(t0));
+                    } else if (row != null && row.terminal()) {
+                        a.lostRecovered++;
+                        a.note("RECOVERED AFTER LOST COMMIT", where + ", Stripe: " + pis + p.story(t0));
+                    }
+                }
                 if (first == null) {
-                    a.neverFinal++;
-                    a.note("NO FINAL ANSWER", where);
+                    if (!(lost && row != null && row.needsReconciliation())) {
+                        a.neverFinal++;
+                        a.note("NO FINAL ANSWER", where + p.story(t0));
+                    }
                     continue;
+                }
+                if (row == null) {
+                    a.rowsMissing++;
+                    a.note("ROW MISSING", where + " got a final answer but has no row" + p.story(t0));
                 }
                 if (first.status() == 201) {
                     a.succeededForClient++;
                     String pi = Json.field(first.body(), "payment_intent");
                     if (charged.stream().noneMatch(i -> i.id().equals(pi))) {
                         a.toldSucceededStripeHasNot++;
-                        a.note("LOSS", where + " was told succeeded with " + pi + " but Stripe has no such charge: " + pis);
+                        a.note("LOSS", where + " was told succeeded with " + pi + " but Stripe has no such charge: " + pis + p.story(t0));
                     }
                 } else {
                     if (first.status() == 402) {
@@ -1178,22 +1554,10 @@ public class Chaos {
                     }
                     if (!charged.isEmpty()) {
                         a.chargedButNotToldSucceeded++;
-                        a.note("CHARGED BUT TOLD OTHERWISE", where + " got " + first.describe() + " but Stripe charged " + charged);
+                        a.note("CHARGED BUT TOLD OTHERWISE", where + " got " + first.describe() + " but Stripe charged " + charged + p.story(t0));
                     }
                 }
-                for (Answer later : List.copyOf(p.finals)) {
-                    if (later.status() != first.status() || !later.body().equals(first.body())) {
-                        a.replayMismatches++;
-                        a.note("REPLAY DIFFERS", where + "\n    first: " + first.describe() + "\n    later: " + later.describe());
-                        break;
-                    }
-                }
-                if (row != null && row.responseStatus() != null
-                        && (row.responseStatus() != first.status() || !first.body().equals(row.responseBody()))) {
-                    a.rowAnswerMismatches++;
-                    a.note("ROW HOLDS ANOTHER ANSWER", where + "\n    client: " + first.describe() + "\n    row: "
-                            + row.responseStatus() + " " + row.responseBody());
-                }
+                checkAnswers(a, p, row, first, where, t0);
                 if (row != null && "completed".equals(row.status())) {
                     if (charged.size() != 1 || !charged.get(0).id().equals(row.paymentIntentId())) {
                         a.rowDisagreesWithStripe++;
@@ -1203,8 +1567,17 @@ public class Chaos {
                 for (Answer read : List.copyOf(p.readsAfterSuccess)) {
                     a.readsAfterSuccess++;
                     if (read.status() == 404) {
-                        a.readsNotFound++;
-                        a.note("READ AFTER SUCCESS NOT FOUND", where + ": GET after " + first.describe() + " answered " + read.describe());
+                        String readId = first.chargeId();
+                        boolean deletedBefore = List.copyOf(p.lostRows).stream()
+                                .anyMatch(l -> l.chargeId().equals(readId) && l.deleteStarted() <= read.receivedAt());
+                        if (deletedBefore) {
+                            // The row was deleted (lost commit) before the GET came back: a 404 is the truth then.
+                            a.readsOfLostRow++;
+                            a.note("READ OF A DELETED ROW", where + ": GET after " + first.describe() + " answered " + read.describe());
+                        } else {
+                            a.readsNotFound++;
+                            a.note("READ AFTER SUCCESS NOT FOUND", where + ": GET after " + first.describe() + " answered " + read.describe());
+                        }
                     } else if (!java.util.Objects.equals(Json.field(read.body(), "payment_intent"), Json.field(first.body(), "payment_intent"))
                             || !"succeeded".equals(Json.field(read.body(), "status"))) {
                         a.readsDiffering++;
@@ -1224,44 +1597,126 @@ public class Chaos {
                 }
             }
             Files.writeString(results.resolve(run.variant.database + "-audit.txt"), a.evidenceText());
+            // Every payment's story (times from the start of the chaos, the instance's port), for reading a run closely.
+            try (var out = Files.newBufferedWriter(results.resolve(run.variant.database + "-payments.txt"))) {
+                for (Payment p : List.copyOf(run.payments)) {
+                    out.write(p.id + " " + p.client + " " + p.key + " " + identity(p.client, p.key) + p.story(t0) + "\n");
+                }
+            }
             log(a.label + ": " + a.violations() + " violations; evidence in " + results.resolve(run.variant.database + "-audit.txt"));
             return a;
         }
 
+        /**
+         * Every final answer against the first one and the row. A row that was never lost answers byte for byte the
+         * same, always. After a lost row, a new row answers for the key: its answers may carry the new row's charge
+         * id and creation time, nothing else may differ (same status code, PaymentIntent, amount, currency, status,
+         * decline); answers of one row are still byte for byte the same; and every answer names a row the key had.
+         */
+        static void checkAnswers(Audit a, Payment p, Row row, Answer first, String where, long t0) {
+            List<Answer> finals = List.copyOf(p.finals);
+            if (!p.lost()) {
+                for (Answer later : finals) {
+                    if (later.status() != first.status() || !later.body().equals(first.body())) {
+                        a.replayMismatches++;
+                        a.note("REPLAY DIFFERS", where + "\n    first: " + first.describe() + "\n    later: " + later.describe());
+                        break;
+                    }
+                }
+                if (row != null && row.responseStatus() != null
+                        && (row.responseStatus() != first.status() || !first.body().equals(row.responseBody()))) {
+                    a.rowAnswerMismatches++;
+                    a.note("ROW HOLDS ANOTHER ANSWER", where + "\n    client: " + first.describe() + "\n    row: "
+                            + row.responseStatus() + " " + row.responseBody());
+                }
+                return;
+            }
+            Set<String> rowsOfKey = p.lostChargeIds();
+            if (row != null) {
+                rowsOfKey.add(row.id());
+            }
+            Object expected = first.sameAfterLostRow();
+            Map<String, Answer> firstOfRow = new java.util.HashMap<>();
+            if (row != null && row.responseStatus() != null) {
+                Answer stored = new Answer(row.responseStatus(), row.responseBody(), false, null);
+                firstOfRow.put(row.id(), stored);
+                if (!stored.sameAfterLostRow().equals(expected)) {
+                    a.rowAnswerMismatches++;
+                    a.note("ROW HOLDS ANOTHER ANSWER", where + "\n    client first: " + first.describe() + "\n    new row: "
+                            + stored.describe() + p.story(t0));
+                }
+            }
+            boolean differs = false;
+            boolean unknown = false;
+            for (Answer later : finals) {
+                String chargeId = later.chargeId();
+                if (!unknown && (chargeId == null || !rowsOfKey.contains(chargeId))) {
+                    unknown = true;
+                    a.answersOfUnknownRows++;
+                    a.note("ANSWER OF AN UNKNOWN ROW", where + ": " + later.describe() + p.story(t0));
+                }
+                Answer sameRow = chargeId == null ? null : firstOfRow.putIfAbsent(chargeId, later);
+                if (differs) {
+                    continue;
+                }
+                if (sameRow != null && (sameRow.status() != later.status() || !sameRow.body().equals(later.body()))) {
+                    differs = true;
+                    a.replayMismatches++;
+                    a.note("REPLAY DIFFERS", where + " (one row, two answers)\n    earlier: " + sameRow.describe()
+                            + "\n    later: " + later.describe() + p.story(t0));
+                } else if (!later.sameAfterLostRow().equals(expected)) {
+                    differs = true;
+                    a.replayMismatches++;
+                    a.note("ANSWER AFTER LOST ROW DIFFERS", where + "\n    first: " + first.describe() + "\n    later: "
+                            + later.describe() + p.story(t0));
+                }
+            }
+        }
+
         static String sideBySide(List<Audit> audits) {
-            List<String[]> lines = new ArrayList<>();
             Map<String, java.util.function.Function<Audit, Object>> metrics = new LinkedHashMap<>();
             metrics.put("chaos duration (s) / instances", x -> x.chaosSeconds + " / " + x.instances);
-            metrics.put("logical payments (with concurrent duplicates)", x -> x.payments + " (" + x.concurrentDuplicates + ")");
+            metrics.put("logical payments (with concurrent duplicates) / settled", x -> x.payments + " (" + x.concurrentDuplicates
+                    + ") / " + x.settled);
             metrics.put("requests sent", x -> x.tally.requests.get());
             metrics.put("answers 201 / 402 / 409 / 422 / 503", x -> x.tally.of(201) + " / " + x.tally.of(402) + " / "
                     + x.tally.of(409) + " / " + x.tally.of(422) + " / " + x.tally.of(503));
-            metrics.put("answers lost (timeout, connection) / other (GETs: 200)", x -> x.tally.of(-1) + " / " + x.tally.other());
+            metrics.put("answers lost (timeout, connection) / other (GETs: 200, 404)", x -> x.tally.of(-1) + " / " + x.tally.other());
+            metrics.put("faults injected / fault switches failed", x -> x.faults.total() + " / " + x.switchFailures.size());
             metrics.put("faults: kill -9 / SIGTERM / DB cuts", x -> x.faults.of("kill_9") + " / " + x.faults.of("sigterm")
                     + " / " + x.faults.of("db_cut"));
-            metrics.put("faults: Stripe latency spikes / 500 before / 500 after / drops / 429",
-                    x -> x.faults.of("stripe_latency_spike") + " / " + x.faults.of("stripe_500_before_charging") + " / "
-                            + x.faults.of("stripe_500_after_charging") + " / " + x.faults.of("stripe_drop_after_charging")
-                            + " / " + x.faults.of("stripe_429"));
+            metrics.put("faults: lost commits (rows deleted; of them past Stripe attempt 1)", x -> x.faults.of("lost_commit") + " ("
+                    + x.faults.of("lost_rows") + "; " + x.faults.of("lost_rows_attempt_moved_on") + ")");
+            metrics.put("faults: Stripe latency spikes / keeps running / slow then edge / edge bursts",
+                    x -> x.faults.of("stripe_latency_spike") + " / " + x.faults.of("stripe_keeps_running") + " / "
+                            + x.faults.of("stripe_edge_after_slow") + " / " + x.faults.of("stripe_edge"));
+            metrics.put("faults: Stripe 500 before / 500 after / drops / 429",
+                    x -> x.faults.of("stripe_500_before_charging") + " / " + x.faults.of("stripe_500_after_charging") + " / "
+                            + x.faults.of("stripe_drop_after_charging") + " / " + x.faults.of("stripe_429"));
+            metrics.put("SIGTERMs that needed kill -9 after 15 s", x -> x.faults.of("sigterm_needed_kill_9"));
             metrics.put("recovery after the chaos (ms) / rows left", x -> x.recoveryMillis + " / " + x.unfinishedAfterRecovery);
             metrics.put("Stripe: create requests / PaymentIntents / charged", x -> x.stripeCreates + " / " + x.intents + " / " + x.chargedIntents);
             metrics.put("clients told succeeded / declined", x -> x.succeededForClient + " / " + x.declinedForClient);
             metrics.put("rows completed / failed", x -> x.rowsCompleted + " / " + x.rowsFailed);
+            metrics.put("payments that lost a row: recovered / parked (503 charge_under_reconciliation answers)",
+                    x -> x.lostPayments + ": " + x.lostRecovered + " / " + x.lostParked + " (" + x.parkedAnswers + ")");
             metrics.put("**payments with more than one PaymentIntent**", x -> x.duplicatePayments);
             metrics.put("**payments charged more than once**", x -> x.doubleCharged);
             metrics.put("**told succeeded, Stripe has no such charge**", x -> x.toldSucceededStripeHasNot);
             metrics.put("**charged at Stripe, client told otherwise**", x -> x.chargedButNotToldSucceeded);
-            metrics.put("PaymentIntents naming no known charge", x -> x.orphanIntents);
+            metrics.put("PaymentIntents of no (client, key) the database has", x -> x.orphanIntents);
             metrics.put("completed rows disagreeing with Stripe", x -> x.rowDisagreesWithStripe);
-            metrics.put("rows not terminal at the audit", x -> x.rowsNotTerminal);
-            metrics.put("payments without a final answer", x -> x.neverFinal);
-            metrics.put("payments whose answers differ (replay ≠ first)", x -> x.replayMismatches);
+            metrics.put("rows not terminal at the audit (parked after a lost row excluded)", x -> x.rowsNotTerminal);
+            metrics.put("payments with a final answer and no row", x -> x.rowsMissing);
+            metrics.put("payments without a final answer (parked after a lost row excluded)", x -> x.neverFinal);
+            metrics.put("payments whose answers differ (replay ≠ first; after a lost row: beyond id, created)", x -> x.replayMismatches);
+            metrics.put("answers naming a row the key never had", x -> x.answersOfUnknownRows);
             metrics.put("first answer ≠ the row's stored answer", x -> x.rowAnswerMismatches);
             metrics.put("key reused with another body: sent / 422 / accepted", x -> x.conflictsSent + " / " + x.conflictsRefused
                     + " / " + x.conflictsCharged);
             metrics.put("unexpected final answers", x -> x.unexpectedFinal);
-            metrics.put("GET right after 201: asked / 404 / other payment", x -> x.readsAfterSuccess == 0 ? "– (not asked)"
-                    : x.readsAfterSuccess + " / " + x.readsNotFound + " / " + x.readsDiffering);
+            metrics.put("GET right after 201: asked / 404 / other payment / 404 of a deleted row", x -> x.readsAfterSuccess == 0
+                    ? "– (not asked)" : x.readsAfterSuccess + " / " + x.readsNotFound + " / " + x.readsDiffering + " / " + x.readsOfLostRow);
             metrics.put("**verdict**", x -> x.violations() == 0 ? "no duplicate, no loss" : x.violations() + " violations");
             StringBuilder out = new StringBuilder("| | ");
             for (Audit a : audits) {
@@ -1294,6 +1749,14 @@ public class Chaos {
             Json j = new Json(text);
             Object v = j.value();
             return v;
+        }
+
+        static Object parseQuietly(String text) {
+            try {
+                return text == null ? null : parse(text);
+            } catch (RuntimeException e) {
+                return null;
+            }
         }
 
         /** A top-level string field of a JSON object, or null. */

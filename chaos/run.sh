@@ -2,16 +2,20 @@
 # chargeonce chaos run: one command (see README "Chaos").
 #
 #   chaos/run.sh [--duration 180s] [--naive-duration D] [--instances 2] [--clients 24] [--seed N]
-#                [--no-naive] [--require-naive-duplicates] [--lookup-skew 10s]
+#                [--no-naive] [--allow-naive-without-duplicates] [--min-faults 15] [--min-payments 50]
+#                [--lookup-skew 10s]
 #
 # Clients with many logical payments (random timeouts and retries, concurrent duplicates, a key reused with
 # another body now and then) against --instances packaged service processes sharing one PostgreSQL primary,
 # while the harness kill -9s / SIGTERMs and restarts instances, cuts their database connections through TCP
-# proxies it owns, and switches the Stripe stand-in's faults (latency spikes, 500 before and after charging,
+# proxies it owns, deletes recently finished rows (lost commits), and switches the Stripe stand-in's faults
+# (latency spikes, requests that keep running after the client gave up, edge 502s, 500 before and after charging,
 # dropped connections, 429). Then the faults stop, recovery finishes, and the audit compares clients, rows and
 # Stripe. The same chaos then runs against the deliberately naive check-then-act control (chaos/NaiveService.java)
 # whose lookups go to a streaming replica 2 s behind. Prints both side by side; exits non-zero on any duplicate,
-# loss or inconsistent answer of chargeonce (and, with --require-naive-duplicates, when the control shows none).
+# loss or inconsistent answer of chargeonce, on a fault switch that failed, on fewer faults or settled payments
+# than the minimums (or a kind of fault missing from a run of 60 s or more), and when the control shows no
+# duplicate (unless --allow-naive-without-duplicates; --require-naive-duplicates, the default, is still accepted).
 # Starts everything on 127.0.0.1 and stops everything it started, nothing else.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +29,12 @@ INSTANCES=2
 CLIENTS=24
 SEED=$(( $(date +%s) ))
 NAIVE=1
-REQUIRE_NAIVE=false
+# The control must show duplicates, or the audit proved nothing: on by default.
+REQUIRE_NAIVE=true
+MIN_FAULTS=15
+# A 60 s run settles 140-800 payments and injects 30-45 faults on this 2-core machine (instances take 5-12 s to
+# restart); the 30 s control about 20 faults. The minimums catch a run in which the chaos or the clients stalled.
+MIN_PAYMENTS=50
 REPLICA_DELAY_MS=2000
 # chargeonce.stripe.lookup-skew for the instances: the stand-in shares this host's clock (see README "Chaos").
 LOOKUP_SKEW=10s
@@ -38,8 +47,11 @@ while [ $# -gt 0 ]; do
     --seed) SEED="$2"; shift 2 ;;
     --no-naive) NAIVE=0; shift ;;
     --require-naive-duplicates) REQUIRE_NAIVE=true; shift ;;
+    --allow-naive-without-duplicates) REQUIRE_NAIVE=false; shift ;;
+    --min-faults) MIN_FAULTS="$2"; shift 2 ;;
+    --min-payments) MIN_PAYMENTS="$2"; shift 2 ;;
     --lookup-skew) LOOKUP_SKEW="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -59,13 +71,16 @@ SERVICE_JAR=target/quarkus-app/quarkus-run.jar
 APP_JAR=target/quarkus-app/app/chargeonce-1.0.0-SNAPSHOT.jar
 if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$APP_JAR" ]; then
   log "building the service package"
-  ./mvnw -B -ntp -q -DskipTests package
+  # The package only: the chaos run needs no test classes, so it does not compile them either.
+  ./mvnw -B -ntp -q -Dmaven.test.skip=true package
 fi
 PGJDBC=$(ls target/quarkus-app/lib/main/org.postgresql.postgresql-*.jar | head -1)
 
 make_work_dir chargeonce-chaos
 mkdir -p "$WORK_DIR/classes"
-javac --release 21 -d "$WORK_DIR/classes" -cp "$PGJDBC" chaos/Chaos.java chaos/NaiveService.java
+# With the test suite's JDK-only TCP proxy and free-port picker (src/test/.../testing), not copies of them.
+javac --release 21 -d "$WORK_DIR/classes" -cp "$PGJDBC" chaos/Chaos.java chaos/NaiveService.java \
+  src/test/java/dev/chargeonce/testing/TcpProxy.java src/test/java/dev/chargeonce/testing/ServiceProcess.java
 
 PG_PORT=$(free_port); REPLICA_PORT=$(free_port)
 log "PostgreSQL 15 primary on 127.0.0.1:$PG_PORT, lagging replica on :$REPLICA_PORT (${REPLICA_DELAY_MS} ms behind)"
@@ -94,7 +109,8 @@ java -cp "$WORK_DIR/classes:$PGJDBC" Chaos \
   --pg-port "$PG_PORT" --replica-port "$REPLICA_PORT" --replica-delay-ms "$REPLICA_DELAY_MS" \
   --service-replica "$SERVICE_REPLICA" --duration "$DURATION" --naive-duration "$NAIVE_DURATION" \
   --instances "$INSTANCES" --clients "$CLIENTS" --seed "$SEED" --skip-naive "$([ "$NAIVE" = 1 ] && echo false || echo true)" \
-  --require-naive-duplicates "$REQUIRE_NAIVE" --lookup-skew "$LOOKUP_SKEW" &
+  --require-naive-duplicates "$REQUIRE_NAIVE" --min-faults "$MIN_FAULTS" --min-payments "$MIN_PAYMENTS" \
+  --lookup-skew "$LOOKUP_SKEW" &
 HARNESS_PID=$!
 wait "$HARNESS_PID"
 status=$?
