@@ -15,6 +15,9 @@ public class ApiKeyFilter {
     /** The request property holding the authenticated client id. */
     public static final String CLIENT_ID = "chargeonce.client-id";
 
+    /** The path of Stripe's webhooks (dev.chargeonce.webhook): signed by Stripe, not authenticated by API key. */
+    public static final String WEBHOOKS = "/v1/webhooks/";
+
     private final ClientRegistry clients;
 
     ApiKeyFilter(ClientRegistry clients) {
@@ -23,7 +26,9 @@ public class ApiKeyFilter {
 
     @ServerRequestFilter(preMatching = true, priority = jakarta.ws.rs.Priorities.AUTHENTICATION)
     public void authenticate(ContainerRequestContext request) {
-        if (!request.getUriInfo().getPath().startsWith("/v1/")) {
+        String path = request.getUriInfo().getPath();
+        // Stripe's webhooks carry no API key: they are signed, and checked by the webhook endpoint itself.
+        if (!path.startsWith("/v1/") || path.startsWith(WEBHOOKS)) {
             return;
         }
         String header = request.getHeaderString("Authorization");

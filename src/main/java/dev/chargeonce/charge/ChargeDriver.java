@@ -4,9 +4,7 @@ import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyStore;
-import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.idempotency.LeaseRelease;
-import dev.chargeonce.idempotency.StoredAnswer;
 import dev.chargeonce.stripe.PaymentOrder;
 import dev.chargeonce.stripe.StripeCall;
 import dev.chargeonce.stripe.StripeConfig;
@@ -127,27 +125,26 @@ public class ChargeDriver {
         };
     }
 
-    /** What Stripe (or a lookup, or a retrieve) said about a PaymentIntent: final, or pending. */
+    /** What Stripe (or a lookup, or a retrieve) said about a PaymentIntent: the key's answer, or pending. */
     private ChargeAnswer settle(ClaimedIntent intent, ChargeRequest request, StripeOutcome outcome, Duration sinceLastSend) {
-        return switch (outcome) {
-            case StripeOutcome.Succeeded s ->
-                    finish(intent, IntentStatus.COMPLETED, ChargeResponses.succeeded(intent, request, s.paymentIntentId()),
-                            s.paymentIntentId());
-            case StripeOutcome.Declined d ->
-                    finish(intent, IntentStatus.FAILED, ChargeResponses.declined(intent, d), d.paymentIntentId());
-            case StripeOutcome.RequiresAction a ->
-                    finish(intent, IntentStatus.FAILED, ChargeResponses.requiresAction(intent, a), a.paymentIntentId());
-            case StripeOutcome.Rejected r ->
-                    finish(intent, IntentStatus.FAILED, ChargeResponses.rejected(intent, r), null);
-            case StripeOutcome.Pending p -> {
-                Duration recheck = pendingRecheck(intent.pendingChecks());
-                LOG.infof("charge %s: PaymentIntent %s is %s; followed by id, next look in %s", intent.id(),
-                        p.paymentIntentId(), p.status(), recheck);
-                yield release(intent, new LeaseRelease(null, sinceLastSend, recheck, p.paymentIntentId()),
-                        ChargeResponses.paymentProcessing(p.paymentIntentId(), min(recheck, MAX_RETRY_AFTER)));
-            }
-            default -> throw new IllegalStateException("not a PaymentIntent's state: " + outcome);
-        };
+        ChargeRef charge = new ChargeRef(intent.id(), intent.createdAt());
+        Optional<IdempotencyStore.Final> answer = ChargeOutcomes.finalAnswer(charge, request, outcome, firstLook());
+        if (answer.isPresent()) {
+            return finish(intent, answer.get());
+        }
+        if (outcome instanceof StripeOutcome.Pending p) {
+            Duration recheck = pendingRecheck(intent.pendingChecks());
+            LOG.infof("charge %s: PaymentIntent %s is %s; followed by id, next look in %s", intent.id(),
+                    p.paymentIntentId(), p.status(), recheck);
+            return release(intent, new LeaseRelease(null, sinceLastSend, recheck, p.paymentIntentId()),
+                    ChargeResponses.paymentProcessing(p.paymentIntentId(), min(recheck, MAX_RETRY_AFTER)));
+        }
+        throw new IllegalStateException("not a PaymentIntent's state: " + outcome);
+    }
+
+    /** When the sync worker first looks at an accepted charge (a webhook usually comes first). */
+    private Duration firstLook() {
+        return stripeConfig.pendingRecheck().get(0);
     }
 
     /**
@@ -276,14 +273,14 @@ public class ChargeDriver {
         return ChargeResponses.underReconciliation();
     }
 
-    private ChargeAnswer finish(ClaimedIntent intent, IntentStatus status, StoredAnswer answer, String paymentIntentId) {
+    private ChargeAnswer finish(ClaimedIntent intent, IdempotencyStore.Final answer) {
         DatabaseUnavailableException last = null;
         // Stripe has answered: the answer must be recorded. A short blip of the database is bridged here; a longer
         // one leaves the row processing, and the next driver re-sends the same Stripe key and gets the same answer.
         for (int attempt = 0; attempt < 3; attempt++) {
             try {
-                if (store.finish(intent, status, answer, paymentIntentId)) {
-                    return ChargeAnswer.first(answer);
+                if (store.finish(intent, answer)) {
+                    return ChargeAnswer.first(answer.answer());
                 }
                 return answerOfRow(intent);
             } catch (DatabaseUnavailableException e) {

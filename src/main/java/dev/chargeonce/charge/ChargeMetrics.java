@@ -32,7 +32,7 @@ public class ChargeMetrics {
         this.fencedOut = registry.counter("chargeonce.fenced.out");
         this.lookupResolved = registry.counter("chargeonce.lookup.resolved");
         this.parked = registry.counter("chargeonce.reconciliation.parked");
-        for (String outcome : new String[] {"succeeded", "declined", "requires_action", "rejected", "pending", "not_sent",
+        for (String outcome : new String[] {"succeeded", "declined", "requires_action", "processing", "canceled", "rejected", "pending", "not_sent",
                 "unknown", "unknown_server_error", "key_finished_with_error", "key_conflict", "circuit_open"}) {
             registry.counter("chargeonce.charges", "outcome", outcome);
         }
@@ -43,6 +43,8 @@ public class ChargeMetrics {
             case StripeOutcome.Succeeded s -> "succeeded";
             case StripeOutcome.Declined d -> "declined";
             case StripeOutcome.RequiresAction a -> "requires_action";
+            case StripeOutcome.Processing p -> "processing";
+            case StripeOutcome.Canceled c -> "canceled";
             case StripeOutcome.Rejected r -> "rejected";
             case StripeOutcome.Pending p -> "pending";
             case StripeOutcome.NotSent n -> "not_sent";

@@ -20,8 +20,9 @@ import java.util.Set;
  * {@code GET /v1/charges/{id}} and {@code GET /v1/charges}: a client sees its own charges only.
  *
  * <p>Reads go to the read replica when one is configured ({@link ReadSource}), and a client still reads its own
- * writes: a charge the replica does not have yet, or still has as {@code processing}, is read from the primary.
- * Only finished rows are taken from the replica as they are, because a finished row never changes again.
+ * writes: a charge the replica does not have yet, or has in a state that may still change (processing, or accepted
+ * with its outcome still to come), is read from the primary. Only settled rows are taken from the replica as they
+ * are, because a settled row never changes again.
  */
 @ApplicationScoped
 public class ChargeQueries {
@@ -62,7 +63,7 @@ public class ChargeQueries {
             reads.fellBack("missing"); // not replayed yet (a client reading its own write), or no such charge
             return Optional.empty();
         }
-        if (found.get().status() == IntentStatus.PROCESSING) {
+        if (found.get().mayStillChange()) {
             reads.fellBack("processing"); // it may have finished on the primary since
             return Optional.empty();
         }
@@ -118,7 +119,7 @@ public class ChargeQueries {
         Set<String> readFromPrimary = new HashSet<>();
         recent.forEach(row -> readFromPrimary.add(row.id()));
         for (ChargeRecord row : page.rows()) {
-            if (row.status() == IntentStatus.PROCESSING && !readFromPrimary.contains(row.id())) {
+            if (row.mayStillChange() && !readFromPrimary.contains(row.id())) {
                 reads.fellBack("processing");
                 store.findCharge(reads.primary(), clientId, row.id()).ifPresentOrElse(
                         current -> merged.put(current.id(), current), () -> merged.remove(row.id()));
@@ -146,8 +147,9 @@ public class ChargeQueries {
     }
 
     private static Map<String, Object> view(ChargeRecord record) {
-        String status = switch (record.status()) {
-            case PROCESSING -> "processing";
+        // The charge's state at Stripe once known (it moves on after a 202); rows older than it, by their answer.
+        String status = record.chargeStatus() != null ? record.chargeStatus().column() : switch (record.status()) {
+            case PROCESSING, ACCEPTED -> "processing";
             case COMPLETED -> "succeeded";
             case FAILED -> "failed";
         };

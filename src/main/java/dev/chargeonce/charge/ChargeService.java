@@ -46,7 +46,7 @@ public class ChargeService {
     public ChargeAnswer charge(String clientId, IdempotencyKey key, ChargeRequest request) {
         String canonical = request.canonicalJson();
         NewIntent intent = new NewIntent(newChargeId(), clientId, key, Fingerprint.of(METHOD, PATH, canonical), canonical,
-                request.amount(), request.currency());
+                request.amount(), request.currency(), dev.chargeonce.stripe.StripeKeys.identity(clientId, key.value()));
         try (ChargeAdmission.Ticket ticket = admission.enter()) {
             Claim claim;
             if (stripe.acceptingCalls()) {

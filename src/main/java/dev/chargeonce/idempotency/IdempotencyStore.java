@@ -54,9 +54,9 @@ public class IdempotencyStore {
             WITH inserted AS (
                 INSERT INTO stripe_intents AS si
                     (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
-                     stripe_sending_until)
+                     stripe_sending_until, stripe_identity)
                 VALUES (?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
-                        clock_timestamp() + ? * interval '1 millisecond')
+                        clock_timestamp() + ? * interval '1 millisecond', ?)
                 ON CONFLICT (client_id, idempotency_key) DO NOTHING
                 RETURNING si.*
             )
@@ -91,9 +91,72 @@ public class IdempotencyStore {
     private static final String FINISH = """
             UPDATE stripe_intents
                SET status = ?, response_status = ?, response_body = ?, payment_intent_id = coalesce(?, payment_intent_id),
+                   charge_status = ?, recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
                    finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
-                   last_stripe_error = NULL, stripe_sending_until = NULL, recheck_at = NULL
+                   last_stripe_error = NULL, stripe_sending_until = NULL
              WHERE id = ? AND lease_gen = ? AND status = 'processing'
+            """;
+
+    /** The order of {@link ChargeStatus#rank()}, in SQL. */
+    private static final String RANK = """
+            CASE %1$s WHEN 'requires_action' THEN 1 WHEN 'processing' THEN 2 WHEN 'failed' THEN 3
+                      WHEN 'succeeded' THEN 4 WHEN 'canceled' THEN 4 ELSE 0 END""";
+
+    /**
+     * A charge whose key already has its answer follows its PaymentIntent: forward only (a higher rank), never out
+     * of a final state. {@code recheck_at} is the sync worker's next look, cleared once final.
+     */
+    private static final String ADVANCE_CHARGE_STATUS = """
+            UPDATE stripe_intents
+               SET charge_status = ?, payment_intent_id = coalesce(payment_intent_id, ?),
+                   recheck_at = CASE WHEN ? IN ('succeeded', 'canceled') THEN NULL ELSE recheck_at END,
+                   updated_at = clock_timestamp()
+             WHERE id = ? AND status <> 'processing'
+               AND coalesce(charge_status, '') NOT IN ('succeeded', 'canceled')
+               AND %s < %s
+            """.formatted(RANK.formatted("charge_status"), RANK.formatted("?::text"));
+
+    /**
+     * The row an event about a PaymentIntent concerns, locked for the event's transaction: by the PaymentIntent id
+     * the row stored, or by the charge's identity (metadata) for a row that never heard of that PaymentIntent.
+     */
+    private static final String LOCK_FOR_PAYMENT_INTENT = """
+            SELECT id, client_id, status, charge_status, request, created_at, payment_intent_id
+              FROM stripe_intents
+             WHERE payment_intent_id = ?
+                OR (stripe_identity = ? AND (payment_intent_id IS NULL OR payment_intent_id = ?))
+             ORDER BY (payment_intent_id IS NOT NULL) DESC
+             LIMIT 1
+               FOR UPDATE
+            """;
+
+    /**
+     * An event (or the sync worker) finishes a row still processing, with the answer a driver would have given: a
+     * new lease generation fences out whoever holds the row (its own finish then answers what this one wrote).
+     */
+    private static final String FINISH_FROM_STRIPE = """
+            UPDATE stripe_intents
+               SET lease_gen = lease_gen + 1, status = ?, response_status = ?, response_body = ?,
+                   payment_intent_id = coalesce(?, payment_intent_id), charge_status = ?,
+                   recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
+                   finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
+                   last_stripe_error = NULL, stripe_sending_until = NULL
+             WHERE id = ? AND status = 'processing'
+            """;
+
+    /** Accepted charges whose outcome has not arrived and whose next look is due: taken for one look each. */
+    private static final String TAKE_DUE_ACCEPTED = """
+            UPDATE stripe_intents x
+               SET recheck_at = clock_timestamp() + ? * interval '1 millisecond', pending_checks = x.pending_checks + 1,
+                   updated_at = clock_timestamp()
+              FROM (SELECT id FROM stripe_intents
+                     WHERE status = 'accepted' AND recheck_at <= clock_timestamp()
+                     ORDER BY recheck_at
+                     LIMIT ?
+                     FOR UPDATE SKIP LOCKED) due
+             WHERE x.id = due.id
+            RETURNING x.id, x.client_id, x.charge_status, x.payment_intent_id, x.pending_checks, x.finished_at,
+                      clock_timestamp() AS db_now
             """;
 
     private static final String RELEASE = """
@@ -165,7 +228,7 @@ public class IdempotencyStore {
             """;
 
     private static final String CHARGE_COLUMNS =
-            "id, status, amount, currency, payment_intent_id, request, response_status, created_at";
+            "id, status, charge_status, amount, currency, payment_intent_id, request, response_status, created_at";
 
     private final AgroalDataSource primary;
     private final IdempotencyConfig config;
@@ -209,6 +272,7 @@ public class IdempotencyStore {
                 ps.setString(i++, intent.currency());
                 ps.setLong(i++, config.lease().toMillis());
                 ps.setLong(i++, config.lease().toMillis());
+                ps.setString(i++, intent.stripeIdentity());
                 ps.setLong(i++, keyHorizon.toMillis());
                 ps.setLong(i++, keyHorizon.toMillis());
                 ps.setString(i++, intent.clientId());
@@ -326,17 +390,123 @@ public class IdempotencyStore {
      * nothing was written and the caller must answer what the row holds, see {@link #answerOf}.
      */
     public boolean finish(ClaimedIntent holder, IntentStatus status, StoredAnswer answer, String paymentIntentId) {
-        if (status == IntentStatus.PROCESSING) {
-            throw new IllegalArgumentException("finish needs a final status");
-        }
+        return finish(holder, new Final(status, answer, paymentIntentId, status == IntentStatus.COMPLETED
+                ? ChargeStatus.SUCCEEDED : paymentIntentId != null ? ChargeStatus.FAILED : null, null));
+    }
+
+    /** {@link #finish(ClaimedIntent, IntentStatus, StoredAnswer, String)} with the charge's state at Stripe. */
+    public boolean finish(ClaimedIntent holder, Final answer) {
         return finishLatency.record(() -> update(FINISH, ps -> {
-            ps.setString(1, status.column());
-            ps.setInt(2, answer.status());
-            ps.setString(3, answer.body());
-            ps.setString(4, paymentIntentId);
-            ps.setString(5, holder.id());
-            ps.setInt(6, holder.leaseGeneration());
+            int next = answer.bind(ps, 1);
+            ps.setString(next, holder.id());
+            ps.setInt(next + 1, holder.leaseGeneration());
         })) == 1;
+    }
+
+    /**
+     * A key's final answer and what follows it.
+     *
+     * @param chargeStatus the charge's state at Stripe (null when Stripe never named a PaymentIntent)
+     * @param recheckAfter for an accepted charge, when the sync worker first looks at its PaymentIntent
+     */
+    public record Final(IntentStatus status, StoredAnswer answer, String paymentIntentId, ChargeStatus chargeStatus,
+                        java.time.Duration recheckAfter) {
+        public Final {
+            if (status == IntentStatus.PROCESSING) {
+                throw new IllegalArgumentException("finish needs a final status");
+            }
+        }
+
+        int bind(PreparedStatement ps, int from) throws SQLException {
+            ps.setString(from, status.column());
+            ps.setInt(from + 1, answer.status());
+            ps.setString(from + 2, answer.body());
+            ps.setString(from + 3, paymentIntentId);
+            ps.setString(from + 4, chargeStatus == null ? null : chargeStatus.column());
+            ps.setObject(from + 5, recheckAfter == null ? null : recheckAfter.toMillis(), java.sql.Types.BIGINT);
+            return from + 6;
+        }
+    }
+
+    // ---- what Stripe says after the answer: events and the sync worker, inside the caller's transaction --------
+
+    /** The row a PaymentIntent belongs to, as an event's transaction sees it (locked until it ends). */
+    public record PaymentIntentOwner(String id, String clientId, IntentStatus status, ChargeStatus chargeStatus,
+                                     String requestJson, Instant createdAt, String paymentIntentId) {
+    }
+
+    /** Locks the row of a PaymentIntent (by its id, else by the charge's identity); empty when no row has it. */
+    public Optional<PaymentIntentOwner> lockOwner(Connection tx, String paymentIntentId, String stripeIdentity) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement(LOCK_FOR_PAYMENT_INTENT)) {
+            ps.setString(1, paymentIntentId);
+            ps.setString(2, stripeIdentity);
+            ps.setString(3, paymentIntentId);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return Optional.empty();
+                }
+                return Optional.of(new PaymentIntentOwner(rs.getString("id"), rs.getString("client_id"),
+                        IntentStatus.fromColumn(rs.getString("status")), ChargeStatus.fromColumn(rs.getString("charge_status")),
+                        rs.getString("request"), rs.getTimestamp("created_at").toInstant(), rs.getString("payment_intent_id")));
+            }
+        }
+    }
+
+    /** Finishes a row still processing from what Stripe said (fencing out its holder); false if it was not. */
+    public boolean finishFromStripe(Connection tx, String id, Final answer) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement(FINISH_FROM_STRIPE)) {
+            int next = answer.bind(ps, 1);
+            ps.setString(next, id);
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    /** Moves an answered charge forward to {@code next}; false when that would be backwards (or out of a final state). */
+    public boolean advanceChargeStatus(Connection tx, String id, ChargeStatus next, String paymentIntentId) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement(ADVANCE_CHARGE_STATUS)) {
+            ps.setString(1, next.column());
+            ps.setString(2, paymentIntentId);
+            ps.setString(3, next.column());
+            ps.setString(4, id);
+            ps.setString(5, next.column());
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    /** An accepted charge the sync worker looks at. */
+    public record AcceptedCharge(String id, String clientId, ChargeStatus chargeStatus, String paymentIntentId,
+                                 int checks, Instant answeredAt, Instant databaseNow) {
+    }
+
+    /**
+     * Takes up to {@code limit} accepted charges whose next look is due, pushing their next look {@code hold} away
+     * (so that another instance does not take them meanwhile; the worker sets the real next look after it).
+     */
+    public List<AcceptedCharge> takeDueAccepted(int limit, java.time.Duration hold) {
+        List<AcceptedCharge> due = new ArrayList<>();
+        run(TAKE_DUE_ACCEPTED, ps -> {
+            ps.setLong(1, hold.toMillis());
+            ps.setInt(2, limit);
+        }, rs -> {
+            while (rs.next()) {
+                due.add(new AcceptedCharge(rs.getString("id"), rs.getString("client_id"),
+                        ChargeStatus.fromColumn(rs.getString("charge_status")), rs.getString("payment_intent_id"),
+                        rs.getInt("pending_checks"), rs.getTimestamp("finished_at").toInstant(),
+                        rs.getTimestamp("db_now").toInstant()));
+            }
+        });
+        return due;
+    }
+
+    /** When the sync worker looks at an accepted charge next (null: never, it is final). */
+    public void scheduleRecheck(Connection tx, String id, java.time.Duration after) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement("""
+                UPDATE stripe_intents SET recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond'
+                 WHERE id = ? AND status = 'accepted' AND coalesce(charge_status, '') NOT IN ('succeeded', 'canceled')""")) {
+            ps.setObject(1, after == null ? null : after.toMillis(), java.sql.Types.BIGINT);
+            ps.setString(2, id);
+            ps.executeUpdate();
+        }
     }
 
     /**
@@ -477,7 +647,8 @@ public class IdempotencyStore {
 
     private static ChargeRecord chargeRecord(ResultSet rs) throws SQLException {
         int responseStatus = rs.getInt("response_status");
-        return new ChargeRecord(rs.getString("id"), IntentStatus.fromColumn(rs.getString("status")), rs.getLong("amount"),
+        return new ChargeRecord(rs.getString("id"), IntentStatus.fromColumn(rs.getString("status")),
+                ChargeStatus.fromColumn(rs.getString("charge_status")), rs.getLong("amount"),
                 rs.getString("currency"), rs.getString("payment_intent_id"), rs.getString("request"),
                 rs.wasNull() ? null : responseStatus, rs.getTimestamp("created_at").toInstant());
     }

@@ -55,7 +55,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * edge: not JSON, no {@code Request-Id}, nothing executed and nothing stored for the key.
  *
  * <p>The payment method {@code pm_sandbox_processing} leaves its PaymentIntent {@code processing} (as a bank debit
- * does) until it is settled through the control plane.
+ * does) until it is settled through the control plane; {@code pm_card_authenticationRequired} and
+ * {@code pm_card_threeDSecure2Required} leave it {@code requires_action} until {@code POST
+ * /_sandbox/payment_intents/{id}/authenticate?result=succeeded|failed} (the customer, in Stripe.js) or a cancel.
+ * Every change becomes an event ({@code GET /v1/events}) delivered to a webhook endpoint: see {@link SandboxWebhooks}
+ * and {@code POST /_sandbox/webhooks}. Also: {@code POST /v1/payment_intents/{id}/cancel}.
  */
 public final class StripeSandbox implements AutoCloseable {
 
@@ -111,6 +115,7 @@ public final class StripeSandbox implements AutoCloseable {
     private volatile List<PaymentIntent> listOrder = List.of();
     private volatile boolean listOrderStale;
     private final SecureRandom random = new SecureRandom();
+    private final SandboxWebhooks webhooks = new SandboxWebhooks();
     private volatile boolean closed;
 
     private StripeSandbox(ServerSocket server) {
@@ -146,6 +151,11 @@ public final class StripeSandbox implements AutoCloseable {
     }
 
     // ---- fault switches and observations, for tests in the same JVM -------------------------------------
+
+    /** Its events and their delivery to a webhook endpoint. */
+    public SandboxWebhooks webhooks() {
+        return webhooks;
+    }
 
     public void setLatencyMillis(long millis) {
         this.latencyMillis = millis;
@@ -219,12 +229,47 @@ public final class StripeSandbox implements AutoCloseable {
         PaymentIntent settled = new PaymentIntent(pi.id(), pi.amount(), pi.currency(), status, pi.paymentMethod(), pi.customer(),
                 pi.description(), pi.metadata(), pi.created(), pi.createdNanos(), pi.idempotencyKey(),
                 "succeeded".equals(status) ? null : "generic_decline");
-        intents.put(pi.id(), settled);
+        replace(settled);
+        webhooks.emit("succeeded".equals(status) ? "payment_intent.succeeded" : "payment_intent.payment_failed", toJson(settled));
+        return settled;
+    }
+
+    /**
+     * The customer completes (or fails) the 3-D Secure authentication of a PaymentIntent that requires action, as
+     * Stripe.js would after the merchant's page showed the challenge.
+     */
+    public PaymentIntent authenticate(String paymentIntentId, boolean success) {
+        PaymentIntent pi = intents.get(paymentIntentId);
+        if (pi == null || !"requires_action".equals(pi.status())) {
+            throw new IllegalArgumentException(paymentIntentId + " does not require action");
+        }
+        return settle(paymentIntentId, success ? "succeeded" : "requires_payment_method");
+    }
+
+    /** {@code POST /v1/payment_intents/{id}/cancel}: only a PaymentIntent that is not final can be canceled. */
+    private Response cancel(String paymentIntentId) {
+        PaymentIntent pi = intents.get(paymentIntentId);
+        if (pi == null) {
+            return Response.json(404, error("invalid_request_error", "resource_missing", "No such payment_intent", "intent"));
+        }
+        if (List.of("succeeded", "canceled").contains(pi.status())) {
+            return Response.json(400, error("invalid_request_error", "payment_intent_unexpected_state",
+                    "You cannot cancel this PaymentIntent because it has a status of " + pi.status() + ".", null));
+        }
+        PaymentIntent canceled = new PaymentIntent(pi.id(), pi.amount(), pi.currency(), "canceled", pi.paymentMethod(),
+                pi.customer(), pi.description(), pi.metadata(), pi.created(), pi.createdNanos(), pi.idempotencyKey(),
+                pi.declineCode());
+        replace(canceled);
+        webhooks.emit("payment_intent.canceled", toJson(canceled));
+        return Response.json(200, toJson(canceled));
+    }
+
+    private void replace(PaymentIntent changed) {
+        intents.put(changed.id(), changed);
         synchronized (ledger) {
-            ledger.replaceAll(p -> p.id().equals(pi.id()) ? settled : p);
+            ledger.replaceAll(p -> p.id().equals(changed.id()) ? changed : p);
         }
         listOrderStale = true;
-        return settled;
     }
 
     /**
@@ -292,6 +337,7 @@ public final class StripeSandbox implements AutoCloseable {
         listEmptyHasMore.set(0);
         listLatencyMillis = 0;
         plan.clear();
+        webhooks.clear();
         latencyMillis = 0;
         listOrderStale = true;
     }
@@ -299,6 +345,7 @@ public final class StripeSandbox implements AutoCloseable {
     @Override
     public void close() throws IOException {
         closed = true;
+        webhooks.close();
         server.close();
         connections.shutdownNow();
     }
@@ -424,6 +471,12 @@ public final class StripeSandbox implements AutoCloseable {
         if (method.equals("GET") && path.equals("/v1/payment_intents")) {
             return list(query);
         }
+        if (method.equals("POST") && path.startsWith("/v1/payment_intents/") && path.endsWith("/cancel")) {
+            return cancel(path.substring("/v1/payment_intents/".length(), path.length() - "/cancel".length()));
+        }
+        if (method.equals("GET") && path.equals("/v1/events")) {
+            return Response.json(200, webhooks.list(query));
+        }
         if (method.equals("GET") && path.startsWith("/v1/payment_intents/")) {
             PaymentIntent pi = intents.get(path.substring("/v1/payment_intents/".length()));
             return pi == null
@@ -438,11 +491,22 @@ public final class StripeSandbox implements AutoCloseable {
             String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/backdate".length());
             return Response.json(200, toJson(backdate(id, Long.parseLong(query.getOrDefault("seconds", "0")))));
         }
+        if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/authenticate")) {
+            String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/authenticate".length());
+            return Response.json(200, toJson(authenticate(id, !"failed".equals(query.get("result")))));
+        }
         if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/settle")) {
             String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/settle".length());
             return Response.json(200, toJson(settle(id, query.getOrDefault("status", "succeeded"))));
         }
         switch (path) {
+            case "/_sandbox/webhooks" -> {
+                webhooks.configure(query);
+                if (Boolean.parseBoolean(query.getOrDefault("redeliver", "false"))) {
+                    webhooks.redeliverAll();
+                }
+                return Response.json(200, webhooks.stats());
+            }
             case "/_sandbox/forget_seeded" -> {
                 return Response.json(200, "{\"forgotten\":" + forgetSeeded() + "}");
             }
@@ -605,7 +669,7 @@ public final class StripeSandbox implements AutoCloseable {
         switch (paymentMethod) {
             case "pm_card_chargeDeclined" -> { status = "requires_payment_method"; declineCode = "generic_decline"; }
             case "pm_card_visa_chargeDeclinedInsufficientFunds" -> { status = "requires_payment_method"; declineCode = "insufficient_funds"; }
-            case "pm_card_authenticationRequired" -> status = "requires_action";
+            case "pm_card_authenticationRequired", "pm_card_threeDSecure2Required" -> status = "requires_action";
             case "pm_sandbox_processing" -> status = "processing";
             case "pm_card_visa", "pm_card_mastercard", "pm_card_amex" -> status = "succeeded";
             default -> {
@@ -621,6 +685,13 @@ public final class StripeSandbox implements AutoCloseable {
         intents.put(pi.id(), pi);
         ledger.add(pi);
         listOrderStale = true;
+        webhooks.emit("payment_intent.created", toJson(pi));
+        webhooks.emit(switch (status) {
+            case "succeeded" -> "payment_intent.succeeded";
+            case "requires_action" -> "payment_intent.requires_action";
+            case "processing" -> "payment_intent.processing";
+            default -> "payment_intent.payment_failed";
+        }, toJson(pi));
         if (planned.equals("fail_after") || (planned.isEmpty() && consume(failAfter))) {
             return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: after charging).", null));
         }
@@ -708,8 +779,10 @@ public final class StripeSandbox implements AutoCloseable {
             json.append(",\"last_payment_error\":{\"type\":\"card_error\",\"code\":\"card_declined\",\"decline_code\":")
                     .append(quote(pi.declineCode())).append(",\"message\":\"Your card was declined.\"}");
         }
+        json.append(",\"client_secret\":").append(quote(pi.id() + "_secret_sandbox"));
         if ("requires_action".equals(pi.status())) {
-            json.append(",\"next_action\":{\"type\":\"use_stripe_sdk\"}");
+            json.append(",\"next_action\":{\"type\":\"use_stripe_sdk\",\"use_stripe_sdk\":{\"type\":\"three_d_secure_redirect\","
+                    + "\"stripe_js\":\"https://hooks.stripe.com/3d_secure_2/hosted?payment_intent=").append(pi.id()).append("\"}}");
         }
         return json.append('}').toString();
     }

@@ -10,6 +10,16 @@ public interface StripeConfig {
     /** The secret key (sk_...). In prod it comes from a Kubernetes secret, never from the image. */
     String apiKey();
 
+    /**
+     * The signing secrets of the webhook endpoint ({@code whsec_...}), comma separated: during a rotation both the
+     * old and the new one are accepted. Without any, {@code POST /v1/webhooks/stripe} refuses every event.
+     */
+    java.util.Optional<java.util.List<String>> webhookSecret();
+
+    /** How far a webhook's signed timestamp may be from now, in the past (a replay) or in the future. */
+    @WithDefault("300s")
+    Duration webhookTolerance();
+
     /** Where the SDK sends requests: Stripe in prod, the sandbox in dev and tests. */
     @WithDefault("https://api.stripe.com")
     String apiBase();
@@ -63,6 +73,13 @@ public interface StripeConfig {
      */
     @WithDefault("1m,5m,30m,1h")
     java.util.List<Duration> pendingRecheck();
+
+    /**
+     * A charge waiting for the customer's 3-D Secure longer than this is canceled at Stripe (so that it can never be
+     * completed later without the service knowing) and answered {@code canceled}.
+     */
+    @WithDefault("1h")
+    Duration requiresActionExpiry();
 
     /**
      * When Stripe replays a 5xx for a key the row never sent (the database lost the row's history: a failover to

@@ -7,6 +7,7 @@ import com.stripe.exception.InvalidRequestException;
 import com.stripe.exception.RateLimitException;
 import com.stripe.exception.StripeException;
 import com.stripe.model.PaymentIntent;
+import com.stripe.net.RequestOptions;
 import com.stripe.model.StripeCollection;
 import com.stripe.model.StripeError;
 import com.stripe.param.PaymentIntentCreateParams;
@@ -201,8 +202,12 @@ public class StripeGateway {
 
     /** The PaymentIntent as it is now, by id: how a payment that Stripe named but had not finished is followed. */
     public StripeOutcome retrieve(String paymentIntentId) {
+        return fromIntent(retrievePaymentIntent(paymentIntentId));
+    }
+
+    public PaymentIntent retrievePaymentIntent(String paymentIntentId) {
         try {
-            return fromIntent(clients.client().v1().paymentIntents().retrieve(paymentIntentId));
+            return clients.client().v1().paymentIntents().retrieve(paymentIntentId);
         } catch (StripeException e) {
             throw new LookupFailedException("retrieving " + paymentIntentId + " failed: " + e.getMessage(), e);
         }
@@ -277,22 +282,95 @@ public class StripeGateway {
         return Optional.of(fromIntent(best));
     }
 
+    /**
+     * What a PaymentIntent's state means for a charge. Public for events and the sync worker: a PaymentIntent
+     * read from an event ({@link #paymentIntentOf}) is classified exactly as one Stripe answered.
+     */
+    public static StripeOutcome classify(PaymentIntent pi) {
+        return fromIntent(pi);
+    }
+
+    /**
+     * The PaymentIntent an event carries ({@code data.object}), read as this SDK reads a PaymentIntent whatever API
+     * version the event was rendered in: {@code getObject()} would return nothing for another version, silently;
+     * the fields used here (id, status, metadata, last_payment_error, client_secret, next_action) mean the same in
+     * every version. Empty when the event carries no PaymentIntent.
+     */
+    public static Optional<PaymentIntent> paymentIntentOfEvent(String eventPayload) {
+        com.stripe.model.Event event = com.stripe.net.Webhook.constructEventWithoutVerification(eventPayload);
+        try {
+            return event.getDataObjectDeserializer().deserializeUnsafe() instanceof PaymentIntent pi
+                    ? Optional.of(pi) : Optional.empty();
+        } catch (com.stripe.exception.EventDataObjectDeserializationException e) {
+            throw new IllegalArgumentException("the event's object cannot be read: " + e.getMessage(), e);
+        }
+    }
+
     private static StripeOutcome fromIntent(PaymentIntent pi) {
         StripeError last = pi.getLastPaymentError();
         return switch (nonNull(pi.getStatus(), "unknown")) {
             case "succeeded" -> new StripeOutcome.Succeeded(pi.getId());
-            case "requires_action" -> new StripeOutcome.RequiresAction(pi.getId());
+            case "requires_action" -> new StripeOutcome.RequiresAction(pi.getId(), pi.getClientSecret(),
+                    pi.getNextAction() == null ? null : pi.getNextAction().toJson());
+            case "processing" -> new StripeOutcome.Processing(pi.getId());
             case "requires_payment_method" -> last == null
                     // Waiting for a payment method, but no attempt with one failed: not a decline (yet).
                     ? new StripeOutcome.Pending(pi.getId(), pi.getStatus())
                     : new StripeOutcome.Declined(pi.getId(), nonNull(last.getCode(), "card_declined"), last.getDeclineCode(),
                             nonNull(last.getMessage(), "Your card was declined."));
-            case "canceled" -> new StripeOutcome.Declined(pi.getId(),
-                    last != null ? nonNull(last.getCode(), "payment_intent_canceled") : "payment_intent_canceled",
-                    last != null ? last.getDeclineCode() : null, "The payment was canceled at Stripe; nothing was charged.");
-            // processing, requires_capture, requires_confirmation: Stripe is not done with it.
+            case "canceled" -> new StripeOutcome.Canceled(pi.getId());
+            // requires_capture, requires_confirmation: states this service never asks for; followed by id.
             default -> new StripeOutcome.Pending(pi.getId(), pi.getStatus());
         };
+    }
+
+    /** One page of Stripe's events, newest first, each as its JSON. */
+    public record EventPage(java.util.List<String> events, java.util.List<String> ids, boolean hasMore) {
+    }
+
+    /**
+     * Stripe's PaymentIntent events created at or after {@code since}, newest first, one page of 100 after
+     * {@code startingAfter} (null: the first page). The Events API keeps 30 days: what an endpoint outage missed.
+     */
+    public EventPage listPaymentIntentEvents(Instant since, String startingAfter) {
+        try {
+            com.stripe.param.EventListParams.Builder params = com.stripe.param.EventListParams.builder()
+                    .setCreated(com.stripe.param.EventListParams.Created.builder().setGte(since.getEpochSecond()).build())
+                    .addType("payment_intent.*")
+                    .setLimit(100L);
+            if (startingAfter != null) {
+                params.setStartingAfter(startingAfter);
+            }
+            StripeCollection<com.stripe.model.Event> page = clients.client().v1().events().list(params.build());
+            List<String> json = new ArrayList<>();
+            List<String> ids = new ArrayList<>();
+            for (com.stripe.model.Event event : page.getData()) {
+                json.add(event.toJson());
+                ids.add(event.getId());
+            }
+            return new EventPage(json, ids, Boolean.TRUE.equals(page.getHasMore()));
+        } catch (StripeException e) {
+            throw new LookupFailedException("listing events failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Cancels a PaymentIntent that waits for the customer (3-D Secure never completed), so that it can never be
+     * completed later without the service knowing. Answers the PaymentIntent after it (it may have succeeded
+     * meanwhile: then Stripe refuses to cancel, and the PaymentIntent as it is now is the answer).
+     */
+    public PaymentIntent cancel(String paymentIntentId) {
+        try {
+            return (clients.client().v1().paymentIntents().cancel(paymentIntentId,
+                    com.stripe.param.PaymentIntentCancelParams.builder()
+                            .setCancellationReason(com.stripe.param.PaymentIntentCancelParams.CancellationReason.ABANDONED)
+                            .build(),
+                    RequestOptions.builder().setIdempotencyKey("chargeonce-cancel-" + paymentIntentId).build()));
+        } catch (InvalidRequestException e) {
+            return retrievePaymentIntent(paymentIntentId);
+        } catch (StripeException e) {
+            throw new LookupFailedException("canceling " + paymentIntentId + " failed: " + e.getMessage(), e);
+        }
     }
 
     private static String nonNull(String value, String fallback) {

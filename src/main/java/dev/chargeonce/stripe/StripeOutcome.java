@@ -13,8 +13,21 @@ public sealed interface StripeOutcome {
     record Declined(String paymentIntentId, String code, String declineCode, String message) implements StripeOutcome {
     }
 
-    /** The card needs 3-D Secure, which a server-side charge cannot complete: final, uncharged. */
-    record RequiresAction(String paymentIntentId) implements StripeOutcome {
+    /**
+     * The customer must authenticate (3-D Secure): the merchant's front end completes it with Stripe.js from the
+     * PaymentIntent's {@code client_secret} and {@code next_action}; the outcome arrives later (webhook, sync).
+     *
+     * @param nextActionJson the PaymentIntent's {@code next_action}, as Stripe's JSON
+     */
+    record RequiresAction(String paymentIntentId, String clientSecret, String nextActionJson) implements StripeOutcome {
+    }
+
+    /** Stripe took the payment and finishes it later (a bank debit): the outcome arrives later (webhook, sync). */
+    record Processing(String paymentIntentId) implements StripeOutcome {
+    }
+
+    /** The PaymentIntent was canceled (at our request, or by Stripe): final, uncharged. */
+    record Canceled(String paymentIntentId) implements StripeOutcome {
     }
 
     /** Stripe refused the request itself (400/404): nothing was created; final. */
@@ -22,7 +35,7 @@ public sealed interface StripeOutcome {
     }
 
     /**
-     * Stripe named a PaymentIntent that is not final yet ({@code processing}, {@code requires_capture},
+     * Stripe named a PaymentIntent in a state this service never asks for ({@code requires_capture},
      * {@code requires_confirmation}, {@code requires_payment_method} without a payment error). It is followed by
      * id until it is final; a create would only replay this stale answer.
      */

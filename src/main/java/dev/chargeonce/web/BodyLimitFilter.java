@@ -14,6 +14,9 @@ public class BodyLimitFilter {
 
     @ServerRequestFilter(preMatching = true, priority = Priorities.AUTHENTICATION + 100)
     public void limit(ContainerRequestContext request) {
+        if (request.getUriInfo().getPath().startsWith("/v1/webhooks/")) {
+            return; // Stripe's events can be larger; the 1 MiB limit of quarkus.http.limits still holds
+        }
         String length = request.getHeaderString("Content-Length");
         if (length == null) {
             return;

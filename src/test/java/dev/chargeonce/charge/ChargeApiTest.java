@@ -140,11 +140,13 @@ class ChargeApiTest {
     }
 
     @Test
-    void authenticationRequiredIsAFinalUnchargedAnswer() {
+    void authenticationRequiredIs202WithWhatTheFrontEndNeedsAndIsReplayed() {
         String key = UUID.randomUUID().toString();
         String body = VISA.replace("pm_card_visa", "pm_card_authenticationRequired");
         Response first = post(ACME_KEY, key, body);
-        first.then().statusCode(402).body("error.code", equalTo("authentication_required"));
+        first.then().statusCode(202).body("status", equalTo("requires_action"))
+                .body("client_secret", org.hamcrest.Matchers.notNullValue())
+                .body("next_action.type", equalTo("use_stripe_sdk"));
         assertEquals(first.asString(), post(ACME_KEY, key, body).asString());
     }
 

@@ -2,6 +2,7 @@ package dev.chargeonce.charge;
 
 import static dev.chargeonce.testing.TestClients.ACME;
 import static dev.chargeonce.testing.TestClients.ACME_KEY;
+import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
@@ -24,8 +25,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * PaymentIntents that are not final yet (a bank debit {@code processing}; {@code requires_payment_method} with no
- * error) are followed by id until they are, never re-sent as creates: Stripe would only replay the stale answer.
+ * PaymentIntents that are not final yet are followed by id until they are, never re-sent as creates (Stripe would
+ * only replay the stale answer): a bank debit {@code processing} is a {@code 202} the sync worker follows; a
+ * {@code requires_payment_method} with no error is no decline.
  */
 @QuarkusTest
 @WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
@@ -35,6 +37,9 @@ class PendingPaymentIntentTest {
 
     @Inject
     AgroalDataSource primary;
+
+    @Inject
+    dev.chargeonce.recovery.PaymentSyncWorker sync;
 
     @ConfigProperty(name = "chargeonce.stripe.api-base")
     String sandboxBase;
@@ -54,37 +59,49 @@ class PendingPaymentIntentTest {
     }
 
     @Test
-    void aProcessingPaymentIsFollowedByIdAndAnsweredOnceItSucceeds() throws Exception {
+    void aProcessingPaymentIsA202FollowedByIdNeverRecreated() throws Exception {
         String key = UUID.randomUUID().toString();
         Response first = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
-        assertEquals(503, first.statusCode(), first.asString());
-        assertEquals("payment_processing", first.jsonPath().getString("error.code"));
+        assertEquals(202, first.statusCode(), first.asString());
+        assertEquals("processing", first.jsonPath().getString("status"));
         String paymentIntent = stripe.intentsFor(ACME, key).get(0).get("id").asText();
         assertEquals(paymentIntent, rowPaymentIntent(key), "the PaymentIntent id is stored as soon as Stripe names it");
         long creates = stripe.createRequests();
 
-        Response stillProcessing = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
-        assertEquals(503, stillProcessing.statusCode(), stillProcessing.asString());
-        assertEquals("payment_processing", stillProcessing.jsonPath().getString("error.code"));
+        Response replay = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
+        assertEquals(first.asString(), replay.asString(), "the 202 is the key's answer, replayed");
 
+        // No webhook here (none configured): the sync worker looks at the PaymentIntent by id when its time comes.
         stripe.settle(paymentIntent, "succeeded");
-        Response done = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
-        assertEquals(201, done.statusCode(), done.asString());
-        assertEquals(paymentIntent, done.jsonPath().getString("payment_intent"));
+        makeDue(key);
+        sync.syncOnce();
+        given().header("Authorization", "Bearer " + ACME_KEY).get("/v1/charges/" + first.jsonPath().getString("id"))
+                .then().statusCode(200).body("status", org.hamcrest.Matchers.equalTo("succeeded"))
+                .body("payment_intent", org.hamcrest.Matchers.equalTo(paymentIntent));
         assertEquals(creates, stripe.createRequests(), "followed by retrieving the PaymentIntent, never by another create");
         assertEquals(1, stripe.intentsFor(ACME, key).size());
-        assertEquals(done.asString(), ChargeApiTest.post(ACME_KEY, key, PROCESSING).asString(), "then replayed");
+        assertEquals(first.asString(), ChargeApiTest.post(ACME_KEY, key, PROCESSING).asString());
     }
 
     @Test
-    void aProcessingPaymentThatFailsIsAnswered402() throws Exception {
+    void aProcessingPaymentThatFailsShowsFailed() throws Exception {
         String key = UUID.randomUUID().toString();
-        ChargeApiTest.post(ACME_KEY, key, PROCESSING).then().statusCode(503);
-        String paymentIntent = stripe.intentsFor(ACME, key).get(0).get("id").asText();
-        stripe.settle(paymentIntent, "requires_payment_method");
-        Response failed = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
-        assertEquals(402, failed.statusCode(), failed.asString());
-        assertEquals(paymentIntent, failed.jsonPath().getString("error.payment_intent"));
+        Response first = ChargeApiTest.post(ACME_KEY, key, PROCESSING);
+        assertEquals(202, first.statusCode());
+        stripe.settle(stripe.intentsFor(ACME, key).get(0).get("id").asText(), "requires_payment_method");
+        makeDue(key);
+        sync.syncOnce();
+        given().header("Authorization", "Bearer " + ACME_KEY).get("/v1/charges/" + first.jsonPath().getString("id"))
+                .then().statusCode(200).body("status", org.hamcrest.Matchers.equalTo("failed"));
+    }
+
+    private void makeDue(String key) throws Exception {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "UPDATE stripe_intents SET recheck_at = now() - interval '1 second' WHERE client_id = ? AND idempotency_key = ?")) {
+            ps.setString(1, ACME);
+            ps.setString(2, key);
+            assertEquals(1, ps.executeUpdate());
+        }
     }
 
     @Test

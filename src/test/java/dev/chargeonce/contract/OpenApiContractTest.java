@@ -99,6 +99,7 @@ class OpenApiContractTest {
     static final Path CONTRACT = Path.of("openapi.yaml");
     static final String CHARGES = "/v1/charges";
     static final String CHARGE = "/v1/charges/{id}";
+    static final String WEBHOOKS = "/v1/webhooks/stripe";
     static final String VISA = "{\"amount\": 1000, \"currency\": \"usd\", \"payment_method\": \"pm_card_visa\", "
             + "\"metadata\": {\"order_id\": \"O-123\"}}";
 
@@ -171,7 +172,8 @@ class OpenApiContractTest {
         // Annotation scanning is off (application.properties), so nothing is merged into the contract: the served
         // document is the file, operation for operation, status for status, schema for schema.
         assertEquals(fileTree, servedTree, "/q/openapi does not serve openapi.yaml as it is");
-        assertEquals(Set.of(CHARGES, CHARGE), fieldNames(servedTree.get("paths")));
+        assertEquals(Set.of(CHARGES, CHARGE, WEBHOOKS), fieldNames(servedTree.get("paths")));
+        assertEquals(Set.of("post"), fieldNames(servedTree.get("paths").get(WEBHOOKS)));
         assertEquals(Set.of("post", "get"), fieldNames(servedTree.get("paths").get(CHARGES)));
         assertEquals(Set.of("get"), fieldNames(servedTree.get("paths").get(CHARGE)));
 
@@ -316,10 +318,45 @@ class OpenApiContractTest {
         // The declined charge is readable, as failed.
         JsonNode charge = check(Call.getCharge(error.get("charge").asText()), 200).json();
         assertEquals("failed", charge.get("status").asText());
+    }
 
-        Answer needsAction = check(Call.createCharge(newKey(),
-                VISA.replace("pm_card_visa", "pm_card_authenticationRequired")), 402);
-        assertEquals("authentication_required", needsAction.json().get("error").get("code").asText());
+    @Test
+    @Order(22)
+    void threeDSecureAndBankDebitsAre202AndReplayed() {
+        Call needsAction = Call.createCharge(newKey(), VISA.replace("pm_card_visa", "pm_card_authenticationRequired"));
+        Answer first = check(needsAction, 202);
+        assertEquals("requires_action", first.json().get("status").asText());
+        assertTrue(first.json().hasNonNull("client_secret"));
+        Answer replay = check(needsAction, 202);
+        assertEquals("true", replay.header("Idempotent-Replayed"));
+        assertEquals(first.body(), replay.body());
+        // Readable while the customer has not authenticated.
+        assertEquals("requires_action", check(Call.getCharge(first.json().get("id").asText()), 200).json().get("status").asText());
+
+        Answer debit = check(Call.createCharge(newKey(), VISA.replace("pm_card_visa", "pm_sandbox_processing")), 202);
+        assertEquals("processing", debit.json().get("status").asText());
+    }
+
+    // ---- POST /v1/webhooks/stripe -----------------------------------------------------------------------------------
+
+    @Test
+    @Order(23)
+    void aSignedEventIs200AndABadSignatureIs400() {
+        String event = "{\"id\":\"evt_contract" + newKey().substring(0, 8) + "\",\"object\":\"event\",\"api_version\":\""
+                + dev.chargeonce.sandbox.SandboxWebhooks.DEFAULT_API_VERSION + "\",\"created\":" + System.currentTimeMillis() / 1000
+                + ",\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"pi_contract\",\"object\":\"payment_intent\","
+                + "\"status\":\"succeeded\",\"metadata\":{}}}}";
+        Answer accepted = check(Call.webhook(event, signed(event)), 200);
+        assertFalse(accepted.json().get("duplicate").asBoolean());
+        assertTrue(check(Call.webhook(event, signed(event)), 200).json().get("duplicate").asBoolean(), "a redelivery");
+        Answer refused = check(Call.webhook(event, "t=1,v1=00"), 400);
+        assertEquals("Stripe-Signature", refused.json().get("error").get("param").asText());
+        check(Call.webhook(event, null), 400);
+    }
+
+    static String signed(String event) {
+        return dev.chargeonce.sandbox.SandboxWebhooks.signatureHeader(event,
+                dev.chargeonce.testing.PostgresAndSandbox.WEBHOOK_SECRET, System.currentTimeMillis() / 1000);
     }
 
     @Test
@@ -507,13 +544,23 @@ class OpenApiContractTest {
 
     @Test
     @Order(62)
-    void aPaymentStripeHasNotFinishedIs503PaymentProcessing() {
-        // pm_sandbox_processing: Stripe answers `processing` (a bank debit): not final, followed by id.
-        Call pending = Call.createCharge(newKey(), VISA.replace("pm_card_visa", "pm_sandbox_processing"));
-        Answer first = check(pending, 503);
-        assertEquals("payment_processing", first.json().get("error").get("code").asText());
-        assertTrue(Integer.parseInt(first.header("Retry-After")) >= 1);
-        assertEquals("payment_processing", check(pending, 503).json().get("error").get("code").asText());
+    void aPaymentIntentStripeHasNotFinishedIs503PaymentProcessing() {
+        // Stripe answered 500 (nothing charged); the lookup then finds a PaymentIntent of the key waiting for a
+        // payment method with no error: no decline, no answer yet, followed by id.
+        String key = newKey();
+        Call create = Call.createCharge(key, VISA);
+        stripe.plan("fail_before");
+        check(create, 503);
+        long now = System.currentTimeMillis() / 1000;
+        stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=requires_payment_method"
+                + "&metadata[chargeonce_key]=" + dev.chargeonce.stripe.StripeKeys.identity(dev.chargeonce.testing.TestClients.ACME, key));
+        try {
+            Answer pending = check(create, 503);
+            assertEquals("payment_processing", pending.json().get("error").get("code").asText());
+            assertTrue(Integer.parseInt(pending.header("Retry-After")) >= 1);
+        } finally {
+            stripe.forgetSeeded();
+        }
     }
 
     @Test
@@ -535,6 +582,10 @@ class OpenApiContractTest {
             assertEquals("database_unavailable", post.json().get("error").get("code").asText());
             check(Call.getCharge(id), 503);
             check(Call.listCharges(), 503);
+            String event = "{\"id\":\"evt_dbdown" + newKey().substring(0, 8) + "\",\"object\":\"event\",\"created\":1,"
+                    + "\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"pi_x\",\"object\":\"payment_intent\","
+                    + "\"status\":\"succeeded\",\"metadata\":{}}}}";
+            check(Call.webhook(event, signed(event)), 503);
         } finally {
             for (Connection c : held) {
                 c.close();
@@ -777,6 +828,17 @@ class OpenApiContractTest {
 
         static Call listCharges() {
             return new Call(Request.Method.GET, CHARGES, CHARGES, null);
+        }
+
+        /** What Stripe sends the webhook endpoint: no API key; {@code signature} null sends no signature. */
+        static Call webhook(String event, String signature) {
+            Call call = new Call(Request.Method.POST, "/v1/webhooks/stripe", "/v1/webhooks/stripe", event);
+            call.headers.remove("Authorization");
+            call.headers.put("Content-Type", "application/json");
+            if (signature != null) {
+                call.headers.put("Stripe-Signature", signature);
+            }
+            return call;
         }
 
         /** A document the service serves (not an API operation: never validated against the contract). */

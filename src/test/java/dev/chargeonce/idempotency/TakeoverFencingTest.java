@@ -148,7 +148,7 @@ class TakeoverFencingTest {
         Claim replay = store.claim(intent, HORIZON);
         assertEquals(new StoredAnswer(201, "{\"winner\":true}"), assertInstanceOf(Claim.Replay.class, replay).answer());
         assertInstanceOf(Claim.Mismatch.class, store.claim(new NewIntent("chg_other", client, key, new Fingerprint("other"),
-                "{}", 1, "usd"), HORIZON));
+                "{}", 1, "usd", "identity-other"), HORIZON));
     }
 
     /**
@@ -194,7 +194,7 @@ class TakeoverFencingTest {
 
     private static NewIntent newIntent(String client, String key) {
         return new NewIntent("chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24), client,
-                new IdempotencyKey(key), new Fingerprint("fp"), REQUEST, 1, "usd");
+                new IdempotencyKey(key), new Fingerprint("fp"), REQUEST, 1, "usd", "identity-" + client + "-" + key);
     }
 
     /** What a holder's write may change in a row; {@code leaseLive} as the database clock sees it. */

@@ -11,6 +11,10 @@ import java.util.Map;
  */
 public class PostgresAndSandbox implements QuarkusTestResourceLifecycleManager {
 
+    /** The sandbox signs its events with this one (its default); the service also accepts the next one (a rotation). */
+    public static final String WEBHOOK_SECRET = "whsec_sandbox";
+    public static final String WEBHOOK_SECRET_ROTATED = "whsec_sandbox_next";
+
     private StripeSandbox sandbox;
 
     @Override
@@ -26,7 +30,8 @@ public class PostgresAndSandbox implements QuarkusTestResourceLifecycleManager {
                 "quarkus.datasource.username", "postgres",
                 "quarkus.datasource.password", "postgres",
                 "chargeonce.stripe.api-base", sandbox.baseUrl(),
-                "chargeonce.auth.clients", TestClients.config());
+                "chargeonce.auth.clients", TestClients.config(),
+                "chargeonce.stripe.webhook-secret", WEBHOOK_SECRET + "," + WEBHOOK_SECRET_ROTATED);
     }
 
     @Override

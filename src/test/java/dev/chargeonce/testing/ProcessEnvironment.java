@@ -39,6 +39,7 @@ public final class ProcessEnvironment implements AutoCloseable {
         config.put("chargeonce.stripe.api-key", "sk_test_sandbox");
         config.put("chargeonce.stripe.api-base", stripe.baseUrl());
         config.put("chargeonce.auth.clients", TestClients.config());
+        config.put("chargeonce.stripe.webhook-secret", PostgresAndSandbox.WEBHOOK_SECRET);
         return config;
     }
 

@@ -55,6 +55,30 @@ public final class SandboxControl {
         post("/_sandbox/payment_intents/" + paymentIntentId + "/backdate?seconds=" + by.toSeconds());
     }
 
+    /** Webhook delivery switches and counters ({@code url=}, {@code lose=true}, {@code duplicates=10}, ...). */
+    public JsonNode webhooks(String query) {
+        return post("/_sandbox/webhooks?" + query);
+    }
+
+    /** The customer completes ({@code succeeded}) or fails ({@code failed}) 3-D Secure, as in Stripe.js. */
+    public JsonNode authenticate(String paymentIntentId, String result) {
+        return post("/_sandbox/payment_intents/" + paymentIntentId + "/authenticate?result=" + result);
+    }
+
+    /** The PaymentIntent as Stripe has it now. */
+    public JsonNode paymentIntent(String paymentIntentId) {
+        try {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/payment_intents/" + paymentIntentId))
+                    .header("Authorization", "Bearer sk_test_sandbox").GET().build(), HttpResponse.BodyHandlers.ofString());
+            return JSON.readTree(r.body());
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** A pending PaymentIntent reaches its outcome. */
     public JsonNode settle(String paymentIntentId, String status) {
         return post("/_sandbox/payment_intents/" + paymentIntentId + "/settle?status=" + status);

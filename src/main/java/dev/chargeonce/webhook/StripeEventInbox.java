@@ -1,0 +1,202 @@
+package dev.chargeonce.webhook;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.stripe.model.PaymentIntent;
+import dev.chargeonce.charge.ChargeSettlement;
+import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import dev.chargeonce.stripe.StripeGateway;
+import dev.chargeonce.web.ApiException;
+import io.agroal.api.AgroalDataSource;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.inject.Default;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.Optional;
+import org.jboss.logging.Logger;
+
+/**
+ * The transactional inbox of Stripe's events, and every statement on {@code stripe_events}. An event is recorded
+ * by an {@code INSERT … ON CONFLICT DO NOTHING} on its id <em>in the same transaction</em> as the state change it
+ * causes: a redelivery (Stripe delivers at least once, for days) inserts nothing and changes nothing; a state change
+ * that fails rolls its inbox row back with it, so Stripe's redelivery is processed as new. Concurrent deliveries of
+ * one event wait on the id's uniqueness, and all but one find it there. The endpoint acknowledges only after commit.
+ *
+ * <p>Nothing here calls Stripe: a PaymentIntent event carries the PaymentIntent, which is all a state change needs.
+ */
+@ApplicationScoped
+public class StripeEventInbox {
+
+    private static final Logger LOG = Logger.getLogger(StripeEventInbox.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** What receiving an event did. */
+    public enum Received { APPLIED, IGNORED, UNKNOWN, DUPLICATE }
+
+    private static final String INSERT = """
+            INSERT INTO stripe_events (id, type, api_version, stripe_created, object_id, payload, source, outcome)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 'ignored')
+            ON CONFLICT (id) DO NOTHING
+            """;
+
+    private static final String RECORD_OUTCOME = """
+            UPDATE stripe_events SET outcome = ?, charge_id = ?, detail = ? WHERE id = ?
+            """;
+
+    private static final String DELETE_OLD = """
+            DELETE FROM stripe_events WHERE id IN (
+                SELECT id FROM stripe_events WHERE received_at < clock_timestamp() - ? * interval '1 millisecond'
+                 ORDER BY received_at LIMIT ? FOR UPDATE SKIP LOCKED)
+            """;
+
+    private final AgroalDataSource primary;
+    private final ChargeSettlement settlement;
+    private final Map<Received, Counter> received = new EnumMap<>(Received.class);
+
+    StripeEventInbox(@Default AgroalDataSource primary, ChargeSettlement settlement, MeterRegistry metrics) {
+        this.primary = primary;
+        this.settlement = settlement;
+        for (Received r : Received.values()) {
+            received.put(r, metrics.counter("chargeonce.webhooks.events", "result", r.name().toLowerCase()));
+        }
+    }
+
+    /** An event as Stripe sent it (the signature checked, or listed by the Events API): recorded and applied once. */
+    public Received receive(String payload, String source) {
+        Envelope event = Envelope.parse(payload);
+        try (Connection tx = primary.getConnection()) {
+            tx.setAutoCommit(false);
+            try {
+                Received result = receive(tx, event, payload, source);
+                tx.commit();
+                received.get(result).increment();
+                return result;
+            } catch (SQLException | RuntimeException e) {
+                tx.rollback();
+                throw e;
+            }
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
+    private Received receive(Connection tx, Envelope event, String payload, String source) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement(INSERT)) {
+            ps.setString(1, event.id());
+            ps.setString(2, event.type());
+            ps.setString(3, event.apiVersion());
+            ps.setTimestamp(4, Timestamp.from(event.created()));
+            ps.setString(5, event.objectId());
+            ps.setString(6, payload);
+            ps.setString(7, source);
+            if (ps.executeUpdate() == 0) {
+                return Received.DUPLICATE;
+            }
+        }
+        ChargeSettlement.Result result;
+        Optional<PaymentIntent> pi = event.type().startsWith("payment_intent.")
+                ? StripeGateway.paymentIntentOfEvent(payload) : Optional.empty();
+        if (pi.isPresent()) {
+            result = settlement.apply(tx, pi.get());
+        } else {
+            result = new ChargeSettlement.Result(ChargeSettlement.Effect.IGNORED, null, "not an event this service acts on");
+        }
+        try (PreparedStatement ps = tx.prepareStatement(RECORD_OUTCOME)) {
+            ps.setString(1, result.effect().name().toLowerCase());
+            ps.setString(2, result.chargeId());
+            ps.setString(3, result.detail());
+            ps.setString(4, event.id());
+            ps.executeUpdate();
+        }
+        if (result.effect() == ChargeSettlement.Effect.UNKNOWN) {
+            LOG.warnf("event %s (%s): %s; recorded for reconciliation", event.id(), event.type(), result.detail());
+        } else {
+            LOG.debugf("event %s (%s): %s %s", event.id(), event.type(), result.effect(), result.detail());
+        }
+        return switch (result.effect()) {
+            case APPLIED -> Received.APPLIED;
+            case IGNORED -> Received.IGNORED;
+            case UNKNOWN -> Received.UNKNOWN;
+        };
+    }
+
+    /** The newest Stripe creation time of a recorded event: where the catch-up resumes. */
+    public Optional<Instant> newestRecorded() {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT max(stripe_created) FROM stripe_events"); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            Timestamp newest = rs.getTimestamp(1);
+            return Optional.ofNullable(newest).map(Timestamp::toInstant);
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
+    /** Whether an event is recorded (the catch-up skips those without re-reading them). */
+    public boolean recorded(String eventId) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT 1 FROM stripe_events WHERE id = ?")) {
+            ps.setString(1, eventId);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
+    /** Deletes up to {@code batch} events received longer than {@code retention} ago. */
+    public int deleteOlderThan(Duration retention, int batch) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(DELETE_OLD)) {
+            ps.setLong(1, retention.toMillis());
+            ps.setInt(2, batch);
+            return ps.executeUpdate();
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
+    /** Counts for the gauges: events naming no charge, and seconds since the newest event arrived (-1: none yet). */
+    public long[] counts() {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                SELECT count(*) FILTER (WHERE outcome = 'unknown'),
+                       coalesce(extract(epoch FROM clock_timestamp() - max(received_at)), -1)::bigint
+                  FROM stripe_events"""); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return new long[] {rs.getLong(1), rs.getLong(2)};
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
+    /** The envelope of an event, read from the raw JSON whatever its API version. */
+    record Envelope(String id, String type, String apiVersion, Instant created, String objectId) {
+
+        static Envelope parse(String payload) {
+            JsonNode event;
+            try {
+                event = JSON.readTree(payload);
+            } catch (java.io.IOException e) {
+                throw ApiException.invalidRequest("event_invalid", "The body is not a JSON event.", null);
+            }
+            if (event == null || !event.path("id").isTextual() || !event.path("type").isTextual()
+                    || !"event".equals(event.path("object").asText())) {
+                throw ApiException.invalidRequest("event_invalid", "The body is not a Stripe event.", null);
+            }
+            JsonNode object = event.path("data").path("object");
+            return new Envelope(event.get("id").asText(), event.get("type").asText(),
+                    event.path("api_version").isTextual() ? event.get("api_version").asText() : null,
+                    Instant.ofEpochSecond(event.path("created").asLong()),
+                    object.path("id").isTextual() ? object.get("id").asText() : null);
+        }
+    }
+}
