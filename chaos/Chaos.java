@@ -412,7 +412,8 @@ public class Chaos {
         }
 
         boolean isFinal() {
-            return status == 201 || status == 402 || status == 400 || status == 422;
+            // 202: Stripe took the payment and the customer must authenticate it (3-D Secure): the key's answer.
+            return status == 201 || status == 202 || status == 402 || status == 400 || status == 422;
         }
 
         /**
@@ -888,7 +889,7 @@ public class Chaos {
         /** Rows recovery may still finish (a parked row waits for an operator: the audit judges it). */
         long unfinishedRows() {
             try (Connection c = Audit.connect(variant); Statement s = c.createStatement();
-                 ResultSet rs = s.executeQuery("SELECT count(*) FROM stripe_intents WHERE status NOT IN ('completed', 'failed') AND NOT needs_reconciliation")) {
+                 ResultSet rs = s.executeQuery("SELECT count(*) FROM stripe_intents WHERE status NOT IN ('completed', 'failed', 'accepted') AND NOT needs_reconciliation")) {
                 rs.next();
                 return rs.getLong(1);
             } catch (SQLException e) {
@@ -1322,7 +1323,7 @@ public class Chaos {
         }
 
         boolean terminal() {
-            return ("completed".equals(status) || "failed".equals(status)) && !needsReconciliation;
+            return ("completed".equals(status) || "failed".equals(status) || "accepted".equals(status)) && !needsReconciliation;
         }
     }
 
@@ -1546,7 +1547,8 @@ public class Chaos {
                         a.note("LOSS", where + " was told succeeded with " + pi + " but Stripe has no such charge: " + pis + p.story(t0));
                     }
                 } else {
-                    if (first.status() == 402) {
+                    // 402: declined; 202: waiting for the customer's 3-D Secure (nobody completes it here): uncharged.
+                    if (first.status() == 402 || first.status() == 202) {
                         a.declinedForClient++;
                     } else {
                         a.unexpectedFinal++;
@@ -1696,8 +1698,8 @@ public class Chaos {
             metrics.put("SIGTERMs that needed kill -9 after 15 s", x -> x.faults.of("sigterm_needed_kill_9"));
             metrics.put("recovery after the chaos (ms) / rows left", x -> x.recoveryMillis + " / " + x.unfinishedAfterRecovery);
             metrics.put("Stripe: create requests / PaymentIntents / charged", x -> x.stripeCreates + " / " + x.intents + " / " + x.chargedIntents);
-            metrics.put("clients told succeeded / declined", x -> x.succeededForClient + " / " + x.declinedForClient);
-            metrics.put("rows completed / failed", x -> x.rowsCompleted + " / " + x.rowsFailed);
+            metrics.put("clients told succeeded / declined or 3-D Secure pending", x -> x.succeededForClient + " / " + x.declinedForClient);
+            metrics.put("rows completed / failed or accepted (202)", x -> x.rowsCompleted + " / " + x.rowsFailed);
             metrics.put("payments that lost a row: recovered / parked (503 charge_under_reconciliation answers)",
                     x -> x.lostPayments + ": " + x.lostRecovered + " / " + x.lostParked + " (" + x.parkedAnswers + ")");
             metrics.put("**payments with more than one PaymentIntent**", x -> x.duplicatePayments);
