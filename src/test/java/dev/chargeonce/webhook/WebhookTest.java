@@ -176,6 +176,20 @@ class WebhookTest {
     }
 
     @Test
+    void anEventRenderedInAnotherApiVersionIsAppliedNotDropped() throws Exception {
+        stripe.webhooks("url=");
+        Response first = post(UUID.randomUUID().toString(), THREE_DS);
+        JsonNode pi = stripe.paymentIntent(first.jsonPath().getString("payment_intent"));
+        // The account is pinned to an old version: the SDK's getObject() would answer empty for it.
+        ObjectNode event = (ObjectNode) JSON.readTree(event("payment_intent.succeeded", withStatus(pi, "succeeded")));
+        event.put("api_version", "2019-02-19");
+        String body = JSON.writeValueAsString(event);
+        assertEquals(200, deliver(body).statusCode());
+        assertEquals("applied", outcomeOf(event.get("id").asText()));
+        assertEquals("succeeded", get(first.jsonPath().getString("id")).jsonPath().getString("status"));
+    }
+
+    @Test
     void anEventForAPaymentIntentNoChargeHasIsRecordedAndAcknowledged() throws Exception {
         ObjectNode stranger = (ObjectNode) JSON.readTree("{\"id\":\"pi_stranger" + UUID.randomUUID().toString().substring(0, 8)
                 + "\",\"object\":\"payment_intent\",\"status\":\"succeeded\",\"amount\":100,\"currency\":\"usd\",\"metadata\":{}}");
