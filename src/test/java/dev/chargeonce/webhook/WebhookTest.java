@@ -294,6 +294,32 @@ class WebhookTest {
         assertEquals(0, catchUp.catchUpOnce(), "a second pass finds nothing new");
     }
 
+    // ---- retention -----------------------------------------------------------------------------------------------
+
+    @Inject
+    StripeEventInbox inbox;
+
+    @Test
+    void eventsAreKeptLongerThanStripeRedeliversThemThenDeleted() throws Exception {
+        String old = "evt_old" + UUID.randomUUID().toString().substring(0, 8);
+        String recent = "evt_recent" + UUID.randomUUID().toString().substring(0, 8);
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                INSERT INTO stripe_events (id, type, stripe_created, payload, source, outcome, received_at)
+                VALUES (?, 'payment_intent.succeeded', now(), '{}', 'webhook', 'ignored', now() - ?::interval)""")) {
+            ps.setString(1, old);
+            ps.setString(2, "8 days");
+            ps.executeUpdate();
+            ps.setString(1, recent);
+            ps.setString(2, "3 days 23 hours");
+            ps.executeUpdate();
+        }
+        while (inbox.deleteOlderThan(Duration.ofDays(7), 500) == 500) {
+            // batch after batch
+        }
+        assertEquals(null, outcomeOf(old), "older than the retention: deleted");
+        assertEquals("ignored", outcomeOf(recent), "within Stripe's redelivery window and the retention: kept");
+    }
+
     // ---- signatures ----------------------------------------------------------------------------------------------
 
     @Test
