@@ -1300,6 +1300,10 @@ public class Chaos {
                     Answer read = Http.get(URI.create("http://127.0.0.1:" + instance.port + "/v1/charges/" + chargeId), p.apiKey,
                             Duration.ofSeconds(5));
                     stateReads.count(read);
+                    if (read.status() == 404) {
+                        // An accepted row is never deleted (lost commits take finished rows only): reported, with its story.
+                        p.statesSeen.add(new StateSeen(read.receivedAt(), read.port(), "404 " + read.body(), "GET"));
+                    }
                     if (read.status() == 200) {
                         String state = Json.field(read.body(), "status");
                         p.statesSeen.add(new StateSeen(read.receivedAt(), read.port(), state, "GET"));
@@ -1796,7 +1800,7 @@ public class Chaos {
         long deliveries, deliveriesAcknowledged, duplicatesAcknowledged, deliveriesFailed, deliveriesUnreachable, deliveriesRefused;
         long inboxRecorded, inboxFromWebhook, inboxFromCatchUp, inboxApplied, inboxIgnored, inboxUnknown;
         long eventsNeverRecorded, unknownOfKnownCharge, unknownWhileRowLost, unknownOfNoRow;
-        long statesCompared, stateMismatches, statesBackwards, stateReads, stateReadsOk;
+        long statesCompared, stateMismatches, statesBackwards, stateReads, stateReadsOk, stateReadsNotFound;
         final Map<String, Long> finalStates = new TreeMap<>();
         long stateWaitMillis;
         String statesLeft = "";
@@ -2151,6 +2155,7 @@ public class Chaos {
             }
             a.stateReads = run.stateReads.requests.get();
             a.stateReadsOk = run.stateReads.of(200);
+            a.stateReadsNotFound = run.stateReads.of(404);
 
             for (Payment p : List.copyOf(run.payments)) {
                 if (p.customerChoice == null) {
@@ -2458,9 +2463,9 @@ public class Chaos {
                     : x.inboxFromWebhook + " / " + x.inboxFromCatchUp + "; " + x.inboxApplied + " / " + x.inboxIgnored + " / " + x.inboxUnknown);
             metrics.put("unknown events: of no row / while the row was deleted (lost commit)", x -> !x.webhooks ? "–"
                     : x.unknownOfNoRow + " / " + x.unknownWhileRowLost);
-            metrics.put("charge states after the final round: settled after (ms) / read by watchers (GET 200)", x -> !x.webhooks ? "–"
-                    : x.stateWaitMillis + (x.statesLeft.isEmpty() ? "" : " (left: " + x.statesLeft + ")") + " / " + x.stateReads
-                    + " (" + x.stateReadsOk + ")");
+            metrics.put("charge states after the final round: settled after (ms) / watchers' GETs: 200 / 404 / lost (instance down)",
+                    x -> !x.webhooks ? "–" : x.stateWaitMillis + (x.statesLeft.isEmpty() ? "" : " (left: " + x.statesLeft + ")") + " / "
+                            + x.stateReadsOk + " / " + x.stateReadsNotFound + " / " + (x.stateReads - x.stateReadsOk - x.stateReadsNotFound));
             metrics.put("charges compared with Stripe: " + "succeeded / failed / canceled / requires_action / processing", x -> !x.webhooks
                     ? "–" : x.statesCompared + ": " + x.finalStates.getOrDefault("succeeded", 0L) + " / " + x.finalStates.getOrDefault("failed", 0L)
                     + " / " + x.finalStates.getOrDefault("canceled", 0L) + " / " + x.finalStates.getOrDefault("requires_action", 0L)
