@@ -15,9 +15,10 @@
 # the audit compares clients, rows, every charge's state and Stripe. The same chaos (no webhooks: the control has no
 # endpoint) then runs against the deliberately naive check-then-act control (chaos/NaiveService.java)
 # whose lookups go to a streaming replica 2 s behind. Prints both side by side; exits non-zero on any duplicate,
-# loss, inconsistent answer or charge state unlike Stripe's of chargeonce, on a fault switch that failed, on fewer faults or settled payments
-# than the minimums (or a kind of fault missing from a run of 60 s or more), and when the control shows no
-# duplicate (unless --allow-naive-without-duplicates; --require-naive-duplicates, the default, is still accepted).
+# loss, inconsistent answer or charge state unlike Stripe's of chargeonce, on a fault switch that failed, on fewer
+# faults or settled payments than the minimums (or a kind of fault missing from a run of 60 s or more), and when
+# the control shows no duplicate (unless --allow-naive-without-duplicates; --require-naive-duplicates, the default,
+# is still accepted).
 # Starts everything on 127.0.0.1 and stops everything it started, nothing else.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,7 +54,7 @@ while [ $# -gt 0 ]; do
     --min-faults) MIN_FAULTS="$2"; shift 2 ;;
     --min-payments) MIN_PAYMENTS="$2"; shift 2 ;;
     --lookup-skew) LOOKUP_SKEW="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
