@@ -2,9 +2,13 @@
 // that cut() drops every connection of and refuses new ones until restore(), and its free-port picker.
 import dev.chargeonce.testing.ServiceProcess;
 import dev.chargeonce.testing.TcpProxy;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
 import java.io.File;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -36,7 +40,9 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -70,6 +76,12 @@ public class Chaos {
     }
 
     static final String ACME_KEY = "sk_acme_0123456789";
+    /**
+     * The webhook endpoint's signing secrets: the instances accept both (a rotation in progress), the stand-in signs
+     * with the newer one. The naive control has no webhook endpoint: its stand-in delivers no events.
+     */
+    static final String WEBHOOK_SECRET = "whsec_chaos_current";
+    static final String WEBHOOK_SECRETS = "whsec_chaos_previous," + WEBHOOK_SECRET;
     static final String GLOBEX_KEY = "sk_globex_9876543210";
     static final PrintStream OUT = System.out;
     static final Set<Process> CHILDREN = ConcurrentHashMap.newKeySet();
@@ -114,7 +126,8 @@ public class Chaos {
         List<String> failures = new ArrayList<>();
         int exit = 0;
         if (real.violations() > 0) {
-            failures.add("chargeonce charged twice, lost a payment or answered inconsistently (" + real.violations()
+            failures.add("chargeonce charged twice, lost a payment, answered inconsistently or let a charge's state differ from Stripe's ("
+                    + real.violations()
                     + " violations); evidence in " + results.resolve("chargeonce-audit.txt"));
             exit = 1;
         }
@@ -140,7 +153,8 @@ public class Chaos {
         StringBuilder verdict = new StringBuilder();
         if (failures.isEmpty()) {
             verdict.append("PASS: chargeonce: no duplicate, no loss, every row terminal or parked after a lost commit, ")
-                    .append("every replay consistent; every fault switch worked, minimums met.\n");
+                    .append("every replay consistent, every charge's state Stripe's and never backwards, every event recorded; ")
+                    .append("every fault switch worked, minimums met.\n");
         } else {
             for (String f : failures) {
                 verdict.append("FAIL: ").append(f).append('\n');
@@ -212,7 +226,10 @@ public class Chaos {
         }
         log("instances: lease " + opt("lease", "10s") + ", Stripe connect/read timeout " + opt("stripe-connect-timeout", "1s")
                 + "/" + opt("stripe-read-timeout", "2s") + ", request-max-duration " + maxDurationMs + " ms (longest injected "
-                + longestInjected + " ms), lookup-skew " + opt("lookup-skew", "10s"));
+                + longestInjected + " ms), lookup-skew " + opt("lookup-skew", "10s") + "; webhooks: secrets " + WEBHOOK_SECRETS
+                + ", catch-up every " + opt("catch-up-interval", "5s") + " (overlap " + opt("catch-up-overlap", "30m")
+                + "), 3-D Secure expiry " + opt("requires-action-expiry", "20s") + ", pending re-checks "
+                + opt("pending-recheck", "2s,5s") + ", sync worker every " + opt("sync-interval", "2s"));
     }
 
     /**
@@ -302,7 +319,16 @@ public class Chaos {
                         // The stand-in runs on this host's clock, so the lookup needs no clock-skew margin; with the
                         // default 10 minutes, the lookup after a Stripe 5xx pages through every PaymentIntent this run
                         // created in 10 minutes and gives up past 50 pages (see README, Chaos).
-                        "-Dchargeonce.stripe.lookup-skew=" + opt("lookup-skew", "10s")));
+                        "-Dchargeonce.stripe.lookup-skew=" + opt("lookup-skew", "10s"),
+                        // Webhooks (README, Chaos): the secrets, a catch-up every few seconds whose overlap covers
+                        // the whole run (events lost in an outage are older than the newest recorded one by up to the
+                        // run's length), and 3-D Secure that expires, and is re-checked, within the run.
+                        "-Dchargeonce.stripe.webhook-secret=" + WEBHOOK_SECRETS,
+                        "-Dchargeonce.webhooks.catch-up-interval=" + opt("catch-up-interval", "5s"),
+                        "-Dchargeonce.webhooks.catch-up-overlap=" + opt("catch-up-overlap", "30m"),
+                        "-Dchargeonce.stripe.requires-action-expiry=" + opt("requires-action-expiry", "20s"),
+                        "-Dchargeonce.stripe.pending-recheck=" + opt("pending-recheck", "2s,5s")));
+                // (chargeonce.recovery.sync-interval too, but through the environment: see environment())
                 if (replicaProxy != null) {
                     cmd.addAll(List.of("-Dquarkus.datasource.replica.jdbc.url=jdbc:postgresql://127.0.0.1:" + replicaProxy.port()
                             + "/" + variant.database, "-Dquarkus.datasource.replica.username=postgres",
@@ -320,6 +346,16 @@ public class Chaos {
         }
 
         /**
+         * chargeonce.recovery.sync-interval (the sync worker's period, read by its @Scheduled expression only) is not
+         * a property of the chargeonce.recovery config mapping, so a -D or application.properties entry makes start-up
+         * fail ("SRCFG00050: chargeonce.recovery.sync-interval ... does not map to any root"); an environment variable
+         * is not validated against the mapping, and the expression reads it.
+         */
+        Map<String, String> environment() {
+            return variant == Variant.CHARGEONCE ? Map.of("CHARGEONCE_RECOVERY_SYNC_INTERVAL", opt("sync-interval", "2s")) : Map.of();
+        }
+
+        /**
          * Starts the process and waits until it is ready; false when it was not ready in time (it is left running, if
          * it runs: clients will retry) or kept exiting (a refused configuration: see its log in results/logs).
          */
@@ -328,7 +364,9 @@ public class Chaos {
             while (System.nanoTime() < deadline) {
                 File logFile = results.resolve("logs").resolve(name() + "-" + (++starts) + ".log").toFile();
                 try {
-                    process = new ProcessBuilder(command()).redirectErrorStream(true).redirectOutput(logFile).start();
+                    ProcessBuilder builder = new ProcessBuilder(command()).redirectErrorStream(true).redirectOutput(logFile);
+                    builder.environment().putAll(environment());
+                    process = builder.start();
                 } catch (IOException e) {
                     throw new IllegalStateException("cannot start " + name(), e);
                 }
@@ -581,9 +619,161 @@ public class Chaos {
             return Http.call("GET", URI.create(base() + path));
         }
 
+        /** Switches the stand-in's webhook delivery (url, secret, duplicates, reorder, delay_ms, lose); reported like faults(). */
+        boolean webhooks(String query) {
+            try {
+                Http.call("POST", URI.create(base() + "/_sandbox/webhooks?" + query));
+                return true;
+            } catch (IOException | RuntimeException e) {
+                log("sandbox webhooks " + query + " failed: " + e.getMessage());
+                failed.accept("Stripe stand-in control plane: webhooks?" + query + " failed: " + e.getMessage());
+                return false;
+            }
+        }
+
+        /** The stand-in's event counts: {@code events} made, {@code delivered} (2xx), {@code failed_deliveries} (tries). */
+        Map<?, ?> webhookStats() throws IOException {
+            return (Map<?, ?>) Json.parse(Http.call("POST", URI.create(base() + "/_sandbox/webhooks")));
+        }
+
+        /** The customer completes (or fails) 3-D Secure in Stripe.js; an IOException when Stripe refuses (too late). */
+        void authenticate(String paymentIntentId, String result) throws IOException {
+            Http.call("POST", URI.create(base() + "/_sandbox/payment_intents/" + paymentIntentId + "/authenticate?result=" + result));
+        }
+
+        /** A Stripe API read, as the service makes it (the stand-in wants a secret key). */
+        String api(String pathAndQuery) throws IOException {
+            try {
+                HttpResponse<String> r = Http.CLIENT.send(HttpRequest.newBuilder(URI.create(base() + pathAndQuery))
+                        .timeout(Duration.ofSeconds(30)).header("Authorization", "Bearer sk_test_chaos_audit").GET().build(),
+                        HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() != 200) {
+                    throw new IOException("GET " + pathAndQuery + " -> " + r.statusCode() + " " + r.body());
+                }
+                return r.body();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException(e);
+            }
+        }
+
+        /** Every event the stand-in made (its Events API, page after page): ids, newest first. */
+        List<String> eventIds() throws IOException {
+            List<String> ids = new ArrayList<>();
+            String after = null;
+            while (true) {
+                Map<?, ?> page = (Map<?, ?>) Json.parse(api("/v1/events?limit=100" + (after == null ? "" : "&starting_after=" + after)));
+                List<?> data = (List<?>) page.get("data");
+                for (Object o : data) {
+                    ids.add((String) ((Map<?, ?>) o).get("id"));
+                }
+                if (!Boolean.TRUE.equals(page.get("has_more")) || data.isEmpty()) {
+                    return ids;
+                }
+                after = ids.get(ids.size() - 1);
+            }
+        }
+
         void stop() {
             if (process != null) {
                 process.destroyForcibly();
+            }
+        }
+    }
+
+    /**
+     * Stripe's webhook endpoint for the instances, which have no load balancer: the stand-in delivers every event here,
+     * and each delivery goes on to one instance picked at random, dead or alive. An instance that is down (killed,
+     * restarting) or cut from its database fails the delivery (502 / its 5xx), and the stand-in retries it, as Stripe
+     * does; what the instance answers goes back to the stand-in as it is.
+     */
+    static final class WebhookRelay {
+        final List<Instance> instances;
+        final int port = freePort();
+        final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(1)).executor(Executors.newVirtualThreadPerTaskExecutor()).build();
+        final AtomicLong deliveries = new AtomicLong();
+        final AtomicLong acknowledged = new AtomicLong();
+        final AtomicLong duplicatesAcknowledged = new AtomicLong();
+        /** 5xx from an instance (database cut, shutting down): the stand-in retries. */
+        final AtomicLong failed = new AtomicLong();
+        /** No answer from the instance picked (down, restarting, killed mid-request): 502, the stand-in retries. */
+        final AtomicLong unreachable = new AtomicLong();
+        /** 4xx: the instance refused a genuine, signed event (a violation: Stripe would give up on the endpoint). */
+        final AtomicLong refused = new AtomicLong();
+        final List<String> refusals = Collections.synchronizedList(new ArrayList<>());
+        HttpServer server;
+
+        WebhookRelay(List<Instance> instances) {
+            this.instances = instances;
+        }
+
+        String url() {
+            return "http://127.0.0.1:" + port + "/v1/webhooks/stripe";
+        }
+
+        void start() throws IOException {
+            server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 512);
+            server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
+            server.createContext("/", this::relay);
+            server.start();
+        }
+
+        void relay(HttpExchange exchange) throws IOException {
+            try (exchange) {
+                byte[] body = exchange.getRequestBody().readAllBytes();
+                deliveries.incrementAndGet();
+                Instance target = instances.get(ThreadLocalRandom.current().nextInt(instances.size()));
+                HttpRequest.Builder forward = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + target.port + "/v1/webhooks/stripe"))
+                        .timeout(Duration.ofSeconds(10)).POST(HttpRequest.BodyPublishers.ofByteArray(body));
+                String signature = exchange.getRequestHeaders().getFirst("Stripe-Signature");
+                if (signature != null) {
+                    forward.header("Stripe-Signature", signature);
+                }
+                String type = exchange.getRequestHeaders().getFirst("Content-Type");
+                forward.header("Content-Type", type == null ? "application/json" : type);
+                int status;
+                byte[] answer;
+                try {
+                    HttpResponse<byte[]> r = client.send(forward.build(), HttpResponse.BodyHandlers.ofByteArray());
+                    status = r.statusCode();
+                    answer = r.body();
+                } catch (IOException e) {
+                    unreachable.incrementAndGet();
+                    status = 502;
+                    answer = ("{\"relay\":\"" + target.name() + " unreachable: " + e.getClass().getSimpleName() + "\"}")
+                            .getBytes(StandardCharsets.UTF_8);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    status = 502;
+                    answer = new byte[0];
+                }
+                String text = new String(answer, StandardCharsets.UTF_8);
+                if (status / 100 == 2) {
+                    acknowledged.incrementAndGet();
+                    if (text.contains("\"duplicate\":true")) {
+                        duplicatesAcknowledged.incrementAndGet();
+                    }
+                } else if (status / 100 == 4) {
+                    refused.incrementAndGet();
+                    if (refusals.size() < 50) {
+                        refusals.add(target.name() + " answered " + status + " " + text + " to "
+                                + new String(body, 0, Math.min(body.length, 300), StandardCharsets.UTF_8));
+                    }
+                } else if (answer.length == 0 || !text.startsWith("{\"relay\"")) {
+                    failed.incrementAndGet();
+                }
+                exchange.getResponseHeaders().add("Content-Type", "application/json");
+                exchange.sendResponseHeaders(status, answer.length == 0 ? -1 : answer.length);
+                if (answer.length > 0) {
+                    exchange.getResponseBody().write(answer);
+                }
+            }
+        }
+
+        void stop() {
+            if (server != null) {
+                server.stop(0);
             }
         }
     }
@@ -609,6 +799,13 @@ public class Chaos {
         /** Rows of this payment the harness deleted (lost commits): their charge ids, and when. */
         final List<LostRow> lostRows = Collections.synchronizedList(new ArrayList<>());
         volatile boolean duplicatedConcurrently;
+        /** 3-D Secure after a 202: what the customer does (succeeded, failed, never), when, and what Stripe said. */
+        final AtomicBoolean customerStarted = new AtomicBoolean();
+        volatile String customerChoice;
+        volatile String customerOutcome;
+        volatile long customerActedAt;
+        /** The charge's state as GET /v1/charges/{id} showed it after the 202, in the order the answers came. */
+        final List<StateSeen> statesSeen = Collections.synchronizedList(new ArrayList<>());
 
         Payment(String id, String client, String apiKey, String key, long amount, String paymentMethod) {
             this.id = id;
@@ -648,6 +845,17 @@ public class Chaos {
                 out.append(String.format(Locale.ROOT, "\n    %8.2fs-%8.2fs :%d %s", (a.sentAt() - t0) / 1000.0,
                         (a.receivedAt() - t0) / 1000.0, a.port(), a.describe()));
             }
+            if (customerChoice != null) {
+                out.append(String.format(Locale.ROOT, "\n    3-D Secure: the customer %s%s", switch (customerChoice) {
+                    case "never" -> "never authenticates";
+                    default -> "authenticates (" + customerChoice + ")";
+                }, customerActedAt == 0 ? "" : String.format(Locale.ROOT, " at %.2fs: %s", (customerActedAt - t0) / 1000.0,
+                        customerOutcome)));
+            }
+            for (StateSeen seen : List.copyOf(statesSeen)) {
+                out.append(String.format(Locale.ROOT, "\n    %8.2fs :%d charge %s (%s)", (seen.at() - t0) / 1000.0, seen.port(),
+                        seen.status(), seen.via()));
+            }
             return out.toString();
         }
 
@@ -670,6 +878,25 @@ public class Chaos {
      * control); {@code deleteStarted}: epoch ms when the DELETE was sent.
      */
     record LostRow(String chargeId, String status, int stripeAttempt, long deleteStarted) {
+    }
+
+    /** The charge's state as one answer showed it: {@code at} epoch ms, {@code port} the instance, {@code via} what. */
+    record StateSeen(long at, int port, String status, String via) {
+    }
+
+    /** The order charge states only move forward in (ChargeStatus.rank); 0: not a charge state. */
+    static int rank(String chargeState) {
+        return switch (String.valueOf(chargeState)) {
+            case "requires_action" -> 1;
+            case "processing" -> 2;
+            case "failed" -> 3;
+            case "succeeded", "canceled" -> 4;
+            default -> 0;
+        };
+    }
+
+    static boolean finalState(String chargeState) {
+        return "succeeded".equals(chargeState) || "canceled".equals(chargeState);
     }
 
     /** Counts of every answer clients got, by status (-1: connection failed or timed out). */
@@ -695,10 +922,16 @@ public class Chaos {
 
     /** The fault schedule's log: what was done, when. */
     static final class FaultLog {
+        /** The kinds of fault of this target's deck (Run.faultDeck) and their weights. */
+        final Map<String, Integer> deck;
         final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
         final ConcurrentLinkedQueue<String> events = new ConcurrentLinkedQueue<>();
         /** The start of the chaos: every time in the fault log and the evidence is relative to it. */
         volatile long t0 = System.currentTimeMillis();
+
+        FaultLog(Map<String, Integer> deck) {
+            this.deck = deck;
+        }
 
         void note(String kind, String detail) {
             counts.computeIfAbsent(kind, k -> new AtomicInteger()).incrementAndGet();
@@ -729,11 +962,11 @@ public class Chaos {
 
         /** Faults injected, of every kind of the deck. */
         int total() {
-            return Run.FAULT_DECK.keySet().stream().mapToInt(this::of).sum();
+            return deck.keySet().stream().mapToInt(this::of).sum();
         }
 
         List<String> kindsMissing() {
-            return Run.FAULT_DECK.keySet().stream().filter(k -> of(k) == 0).toList();
+            return deck.keySet().stream().filter(k -> of(k) == 0).toList();
         }
     }
 
@@ -751,7 +984,19 @@ public class Chaos {
         /** client + "\n" + Idempotency-Key -> payment: which payment a deleted row belonged to. */
         final Map<String, Payment> paymentsByKey = new ConcurrentHashMap<>();
         final Tally tally = new Tally();
-        final FaultLog faults = new FaultLog();
+        final FaultLog faults;
+        /** chargeonce only: the webhook endpoint the stand-in delivers to (the control has none). */
+        final WebhookRelay relay;
+        /** The 3-D Secure customers and the watchers of their charges' states (until the audit). */
+        final ExecutorService customers = Executors.newVirtualThreadPerTaskExecutor();
+        volatile boolean watchingStates = true;
+        /** Customers who will still complete or fail their 3-D Secure (the states cannot have settled before). */
+        final AtomicInteger customersToAct = new AtomicInteger();
+        /** GET /v1/charges/{id} of the watchers (apart from the clients' tally). */
+        final Tally stateReads = new Tally();
+        final Map<String, AtomicLong> webhookGenerations = new ConcurrentHashMap<>();
+        long stateWaitMillis;
+        String statesLeft = "";
         final ExecutorService background = Executors.newVirtualThreadPerTaskExecutor();
         final AtomicLong latencyGeneration = new AtomicLong();
         volatile boolean faultsOn = true;
@@ -761,6 +1006,8 @@ public class Chaos {
             this.variant = variant;
             this.durationSeconds = durationSeconds;
             this.random = new SplittableRandom(seed);
+            this.faults = new FaultLog(faultDeck(variant));
+            this.relay = variant == Variant.CHARGEONCE ? new WebhookRelay(instances) : null;
         }
 
         synchronized SplittableRandom rnd() {
@@ -776,6 +1023,14 @@ public class Chaos {
             log("=== " + variant.label + ": " + durationSeconds + " s of chaos ===");
             prepareDatabase();
             stripe.start();
+            if (relay != null) {
+                relay.start();
+                stripe.webhooks("url=" + java.net.URLEncoder.encode(relay.url(), StandardCharsets.UTF_8) + "&secret=" + WEBHOOK_SECRET);
+                log("webhooks: the stand-in delivers every event, signed, to " + relay.url() + ", one instance at random per delivery");
+            } else {
+                log("the naive control has no webhook endpoint: its stand-in delivers no events (no webhook faults, "
+                        + "no 3-D Secure customer, no charge-state audit for it)");
+            }
             int n = Integer.parseInt(opt("instances", "2"));
             int pgPort = Integer.parseInt(opt("pg-port", "5432"));
             int replicaPort = Integer.parseInt(opt("replica-port", "0"));
@@ -834,6 +1089,9 @@ public class Chaos {
                 }
             }
             stripe.faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&plan=");
+            if (relay != null) {
+                stripe.webhooks("duplicates=1&reorder=false&delay_ms=0&lose=false");
+            }
             for (Instance instance : instances) {
                 if (!instance.alive() && !instance.start(Duration.ofSeconds(90))) {
                     switchFailed(instance.name() + " did not come back after the chaos");
@@ -854,6 +1112,15 @@ public class Chaos {
             // ---- every client asks once more: the final answer must be the one it got first
             finalRound();
 
+            // ---- the charges' states settle: customers act, events arrive (or the catch-up finds them), the sync
+            // worker cancels abandoned 3-D Secure; then the watchers stop
+            if (variant == Variant.CHARGEONCE) {
+                awaitStates();
+            }
+            watchingStates = false;
+            customers.shutdown();
+            customers.awaitTermination(30, TimeUnit.SECONDS);
+
             Audit audit = Audit.of(this, chaosMillis, recoveryMillis, unfinished);
             Files.writeString(results.resolve(variant.database + "-faults.log"), String.join("\n", faults.events) + "\n");
             for (Instance instance : instances) {
@@ -864,7 +1131,78 @@ public class Chaos {
                 }
             }
             stripe.stop();
+            if (relay != null) {
+                relay.stop();
+            }
             return audit;
+        }
+
+        /**
+         * Waits (up to --state-timeout, 150 s) until the charges' states have settled: every customer acted, every
+         * event Stripe made is recorded by the service (delivered, or found by its catch-up), no accepted charge is
+         * still requires_action or processing (abandoned 3-D Secure is canceled by the sync worker after the
+         * requires-action expiry), and every charge's state equals its PaymentIntent's at Stripe. What is still
+         * left at the deadline is audited as it is.
+         */
+        void awaitStates() {
+            long start = System.currentTimeMillis();
+            long deadline = start + seconds(opt("state-timeout", "150s")) * 1000;
+            String left;
+            while ((left = statesLeft()) != null && System.currentTimeMillis() < deadline) {
+                sleep(2_000);
+            }
+            stateWaitMillis = System.currentTimeMillis() - start;
+            statesLeft = left == null ? "" : left;
+            log(left == null ? "charge states settled after " + stateWaitMillis + " ms"
+                    : "charge states NOT settled after " + stateWaitMillis + " ms: " + left);
+        }
+
+        /** What the charges' states still wait for; null when nothing. */
+        String statesLeft() {
+            List<String> left = new ArrayList<>();
+            int toAct = customersToAct.get();
+            if (toAct > 0) {
+                left.add(toAct + " customers still to authenticate");
+            }
+            try {
+                long made = ((Number) stripe.webhookStats().get("events")).longValue();
+                Map<String, Intent> ledger = new java.util.HashMap<>();
+                for (Intent pi : Audit.parseLedger(stripe.get("/_sandbox/ledger"))) {
+                    ledger.put(pi.id(), pi);
+                }
+                try (Connection c = Audit.connect(variant); Statement st = c.createStatement()) {
+                    try (ResultSet rs = st.executeQuery("SELECT count(*) FROM stripe_events")) {
+                        rs.next();
+                        if (rs.getLong(1) < made) {
+                            left.add((made - rs.getLong(1)) + " of Stripe's " + made + " events not recorded");
+                        }
+                    }
+                    int pending = 0;
+                    int differ = 0;
+                    try (ResultSet rs = st.executeQuery("SELECT status, charge_status, payment_intent_id FROM stripe_intents"
+                            + " WHERE payment_intent_id IS NOT NULL AND NOT needs_reconciliation")) {
+                        while (rs.next()) {
+                            String state = Audit.chargeState(rs.getString(1), rs.getString(2));
+                            if (rank(state) < 3) {
+                                pending++;
+                            }
+                            Intent pi = ledger.get(rs.getString(3));
+                            if (pi == null || !state.equals(pi.state())) {
+                                differ++;
+                            }
+                        }
+                    }
+                    if (pending > 0) {
+                        left.add(pending + " charges still requires_action or processing");
+                    }
+                    if (differ > 0) {
+                        left.add(differ + " charges whose state differs from their PaymentIntent's");
+                    }
+                }
+            } catch (IOException | SQLException | RuntimeException e) {
+                left.add("cannot tell: " + e);
+            }
+            return left.isEmpty() ? null : String.join(", ", left);
         }
 
         void prepareDatabase() throws SQLException {
@@ -906,13 +1244,80 @@ public class Chaos {
         Payment newPayment(SplittableRandom r) {
             boolean acme = r.nextBoolean();
             int roll = r.nextInt(100);
-            String pm = roll < 90 ? "pm_card_visa" : roll < 97 ? "pm_card_chargeDeclined" : "pm_card_authenticationRequired";
+            String pm = roll < 86 ? "pm_card_visa" : roll < 93 ? "pm_card_chargeDeclined"
+                    : roll < 97 ? "pm_card_authenticationRequired" : "pm_card_threeDSecure2Required";
             String id = "pay_" + UUID.randomUUID().toString().replace("-", "").substring(0, 20);
             Payment p = new Payment(id, acme ? "acme" : "globex", acme ? ACME_KEY : GLOBEX_KEY,
                     "chaos-" + UUID.randomUUID(), 100 + r.nextInt(99_900), pm);
             payments.add(p);
             paymentsByKey.put(p.client + "\n" + p.key, p);
             return p;
+        }
+
+        /**
+         * Records an answer of a payment; its first 202 (3-D Secure to complete) sends its customer to Stripe.js and
+         * a watcher to the charge's state.
+         */
+        void record(Payment p, Answer a) {
+            p.record(a);
+            if (a.status() == 202 && p.customerStarted.compareAndSet(false, true)) {
+                SplittableRandom r = new SplittableRandom(p.key.hashCode());
+                int roll = r.nextInt(100);
+                // Most complete it, some fail it, some never come back (the service cancels those after the expiry).
+                p.customerChoice = roll < 70 ? "succeeded" : roll < 85 ? "failed" : "never";
+                if (!p.customerChoice.equals("never")) {
+                    customersToAct.incrementAndGet();
+                }
+                customers.submit(() -> customer(p, a, r));
+            }
+        }
+
+        /**
+         * The customer of a 202: authenticates 0.3-6 s later (or never), while the charge's state is read with GET on
+         * random instances every 0.8-2.5 s, until it is final, or failed for a customer who failed it, or the audit.
+         */
+        void customer(Payment p, Answer accepted, SplittableRandom r) {
+            String paymentIntent = Json.field(accepted.body(), "payment_intent");
+            String chargeId = Json.field(accepted.body(), "id");
+            p.statesSeen.add(new StateSeen(accepted.receivedAt(), accepted.port(), Json.field(accepted.body(), "status"), "POST 202"));
+            boolean acted = p.customerChoice.equals("never");
+            long actAt = System.currentTimeMillis() + 300 + r.nextInt(5_701);
+            try {
+                while (watchingStates) {
+                    if (!acted && System.currentTimeMillis() >= actAt) {
+                        acted = true;
+                        try {
+                            stripe.authenticate(paymentIntent, p.customerChoice);
+                            p.customerOutcome = "done";
+                        } catch (IOException | RuntimeException e) {
+                            // Too late: the service canceled it meanwhile (an answer, not a harness failure).
+                            p.customerOutcome = "refused: " + e.getMessage();
+                        }
+                        p.customerActedAt = System.currentTimeMillis();
+                        customersToAct.decrementAndGet();
+                    }
+                    Instance instance = anyInstance(r);
+                    Answer read = Http.get(URI.create("http://127.0.0.1:" + instance.port + "/v1/charges/" + chargeId), p.apiKey,
+                            Duration.ofSeconds(5));
+                    stateReads.count(read);
+                    if (read.status() == 404) {
+                        // An accepted row is never deleted (lost commits take finished rows only): reported, with its story.
+                        p.statesSeen.add(new StateSeen(read.receivedAt(), read.port(), "404 " + read.body(), "GET"));
+                    }
+                    if (read.status() == 200) {
+                        String state = Json.field(read.body(), "status");
+                        p.statesSeen.add(new StateSeen(read.receivedAt(), read.port(), state, "GET"));
+                        if (acted && (finalState(state) || ("failed".equals(state) && p.customerChoice.equals("failed")))) {
+                            return;
+                        }
+                    }
+                    sleep(800 + r.nextInt(1_701));
+                }
+            } finally {
+                if (!acted) {
+                    customersToAct.decrementAndGet();
+                }
+            }
         }
 
         Answer send(Payment p, String body, SplittableRandom r, Duration timeout) {
@@ -927,7 +1332,7 @@ public class Chaos {
             while (p.firstFinal.get() == null && System.currentTimeMillis() < deadline) {
                 Duration timeout = Duration.ofMillis(300 + r.nextInt(3_700));
                 Answer a = send(p, p.body, r, timeout);
-                p.record(a);
+                record(p, a);
                 if (a.isFinal() || a.isParked()) {
                     return;
                 }
@@ -967,7 +1372,7 @@ public class Chaos {
                 }
                 if (r.nextInt(100) < 20) {
                     Answer replay = send(p, p.body, r, Duration.ofSeconds(5));
-                    p.record(replay);
+                    record(p, replay);
                 }
                 if (r.nextInt(100) < 3) {
                     // Same key, another body: must be refused (422), never charged.
@@ -1013,7 +1418,7 @@ public class Chaos {
                             SplittableRandom r = new SplittableRandom(p.key.hashCode());
                             while (System.currentTimeMillis() < deadline) {
                                 Answer a = send(p, p.body, r, Duration.ofSeconds(15));
-                                p.record(a);
+                                record(p, a);
                                 if (a.isFinal() || a.isParked()) {
                                     return;
                                 }
@@ -1034,9 +1439,7 @@ public class Chaos {
          * One deck (31 cards, one every 0.4-2.2 s: about 40 s) holds every kind, so a run of 60 s or more deals each
          * at least once (the verdict requires it), while the weights keep crashes and database cuts the most common.
          */
-        static final Map<String, Integer> FAULT_DECK = faultDeck();
-
-        static Map<String, Integer> faultDeck() {
+        static Map<String, Integer> faultDeck(Variant variant) {
             Map<String, Integer> deck = new LinkedHashMap<>();
             deck.put("kill_9", 4);
             deck.put("sigterm", 2);
@@ -1050,6 +1453,14 @@ public class Chaos {
             deck.put("stripe_500_after_charging", 2);
             deck.put("stripe_drop_after_charging", 2);
             deck.put("stripe_429", 2);
+            if (variant == Variant.CHARGEONCE) {
+                // Webhooks (the control has no webhook endpoint): bursts of duplicate deliveries, deliveries delayed at
+                // random so that events overtake each other, and an outage whose events are never delivered (the
+                // service's catch-up must find them in Stripe's Events API).
+                deck.put("webhook_duplicates", 2);
+                deck.put("webhook_reorder", 2);
+                deck.put("webhook_outage", 2);
+            }
             return Collections.unmodifiableMap(deck);
         }
 
@@ -1062,7 +1473,7 @@ public class Chaos {
                     break;
                 }
                 if (deck.isEmpty()) {
-                    FAULT_DECK.forEach((kind, weight) -> deck.addAll(Collections.nCopies(weight, kind)));
+                    faults.deck.forEach((kind, weight) -> deck.addAll(Collections.nCopies(weight, kind)));
                     for (int i = deck.size() - 1; i > 0; i--) {
                         Collections.swap(deck, i, r.nextInt(i + 1));
                     }
@@ -1119,6 +1530,11 @@ public class Chaos {
                 case "stripe_500_after_charging" -> counter(kind, "fail_after", 1 + r.nextInt(5));
                 case "stripe_drop_after_charging" -> counter(kind, "drop_after", 1 + r.nextInt(5));
                 case "stripe_429" -> counter(kind, "rate_limit", 1 + r.nextInt(10));
+                case "webhook_duplicates" -> webhookFault(kind, "duplicates=" + (2 + r.nextInt(4)), "duplicates=1",
+                        2_000 + r.nextInt(6_001));
+                case "webhook_reorder" -> webhookFault(kind, "reorder=true&delay_ms=" + (500 + r.nextInt(4_501)),
+                        "reorder=false&delay_ms=0", 2_000 + r.nextInt(6_001));
+                case "webhook_outage" -> webhookFault(kind, "lose=true", "lose=false", 1_000 + r.nextInt(5_001));
                 default -> throw new IllegalArgumentException("unknown fault " + kind);
             }
             return true;
@@ -1133,6 +1549,24 @@ public class Chaos {
             if (stripe.faults("plan=" + String.join(",", steps))) {
                 faults.note(kind, "plan " + String.join(",", steps));
             }
+        }
+
+        /**
+         * Switches the stand-in's webhook delivery for {@code spanMillis}, then back (unless the same kind was switched
+         * again meanwhile: the later one's span wins).
+         */
+        void webhookFault(String kind, String on, String off, long spanMillis) {
+            long generation = webhookGenerations.computeIfAbsent(kind, k -> new AtomicLong()).incrementAndGet();
+            if (!stripe.webhooks(on)) {
+                return;
+            }
+            faults.note(kind, on + " for " + spanMillis + " ms");
+            background.submit(() -> {
+                sleep(spanMillis);
+                if (webhookGenerations.get(kind).get() == generation) {
+                    stripe.webhooks(off);
+                }
+            });
         }
 
         void counter(String kind, String counter, int n) {
@@ -1304,7 +1738,7 @@ public class Chaos {
         void askAgain(Payment p, SplittableRandom r, long deadline) {
             while (System.currentTimeMillis() < deadline) {
                 Answer a = send(p, p.body, r, Duration.ofMillis(300 + r.nextInt(3_700)));
-                p.record(a);
+                record(p, a);
                 if (a.isFinal() || a.isParked()) {
                     return;
                 }
@@ -1327,9 +1761,15 @@ public class Chaos {
         }
     }
 
-    record Intent(String id, String status, String identity, String paymentId) {
+    /** {@code paymentError}: it carries a last_payment_error (a decline, a failed 3-D Secure). */
+    record Intent(String id, String status, String identity, String paymentId, boolean paymentError) {
         boolean charged() {
             return "succeeded".equals(status);
+        }
+
+        /** The charge state this PaymentIntent means: failed is requires_payment_method with an error. */
+        String state() {
+            return "requires_payment_method".equals(status) && paymentError ? "failed" : status;
         }
     }
 
@@ -1352,6 +1792,18 @@ public class Chaos {
         long answersOfUnknownRows;
         long readsAfterSuccess, readsNotFound, readsDiffering, readsOfLostRow;
         long lostPayments, lostRecovered, lostParked, parkedAnswers;
+        // Webhooks, 3-D Secure and the charges' states: chargeonce only (the naive control has no webhook endpoint).
+        boolean webhooks;
+        long acceptedForClient, rowsAccepted;
+        long customersCompleted, customersFailed, customersAbandoned, customersTooLate;
+        long eventsMade, standInDelivered, standInFailedTries;
+        long deliveries, deliveriesAcknowledged, duplicatesAcknowledged, deliveriesFailed, deliveriesUnreachable, deliveriesRefused;
+        long inboxRecorded, inboxFromWebhook, inboxFromCatchUp, inboxApplied, inboxIgnored, inboxUnknown;
+        long eventsNeverRecorded, unknownOfKnownCharge, unknownWhileRowLost, unknownOfNoRow;
+        long statesCompared, stateMismatches, statesBackwards, stateReads, stateReadsOk, stateReadsNotFound;
+        final Map<String, Long> finalStates = new TreeMap<>();
+        long stateWaitMillis;
+        String statesLeft = "";
         /** Evidence by kind, most serious kinds first, at most 50 examples of each. */
         final Map<String, List<String>> evidence = new LinkedHashMap<>();
 
@@ -1368,7 +1820,8 @@ public class Chaos {
             return duplicatePayments + doubleCharged + toldSucceededStripeHasNot + chargedButNotToldSucceeded
                     + rowDisagreesWithStripe + orphanIntents + rowsNotTerminal + rowsMissing + replayMismatches
                     + rowAnswerMismatches + answersOfUnknownRows + conflictsCharged + neverFinal + unexpectedFinal
-                    + readsNotFound + readsDiffering;
+                    + readsNotFound + readsDiffering
+                    + stateMismatches + statesBackwards + unknownOfKnownCharge + eventsNeverRecorded + deliveriesRefused;
         }
 
         /** Why this run proves nothing: failed fault switches, too few faults or payments, a kind of fault missing. */
@@ -1386,6 +1839,13 @@ public class Chaos {
             // One deck of faults holds every kind and takes about 40 s to deal: from 60 s on, each kind must occur.
             if (plannedSeconds >= 60 && !faults.kindsMissing().isEmpty()) {
                 out.add(label + ": fault kinds never injected in " + plannedSeconds + " s: " + faults.kindsMissing());
+            }
+            // The webhook and 3-D Secure paths must have been exercised, or their audit proved nothing.
+            if (webhooks && plannedSeconds >= 60 && acceptedForClient == 0) {
+                out.add(label + ": no payment was answered 202 (3-D Secure) in " + plannedSeconds + " s");
+            }
+            if (webhooks && deliveriesAcknowledged == 0) {
+                out.add(label + ": no webhook delivery was acknowledged");
             }
             return out;
         }
@@ -1405,10 +1865,13 @@ public class Chaos {
         String evidenceText() {
             StringBuilder out = new StringBuilder();
             for (String kind : List.of("DUPLICATE", "LOSS", "CHARGED BUT TOLD OTHERWISE", "ROW/STRIPE DISAGREE",
+                    "CHARGE STATE DIFFERS FROM STRIPE", "CHARGE STATE MOVED BACKWARDS", "UNKNOWN EVENT OF A KNOWN CHARGE",
+                    "EVENT NEVER RECORDED", "WEBHOOK REFUSED",
                     "REPLAY DIFFERS", "ANSWER AFTER LOST ROW DIFFERS", "ANSWER OF AN UNKNOWN ROW", "ROW HOLDS ANOTHER ANSWER",
                     "KEY REUSE ACCEPTED", "READ AFTER SUCCESS NOT FOUND", "READ AFTER SUCCESS DIFFERS", "NO FINAL ANSWER",
                     "ROW MISSING", "ROW NOT TERMINAL", "UNEXPECTED FINAL ANSWER", "ORPHAN PAYMENTINTENT",
-                    "PARKED AFTER LOST COMMIT", "RECOVERED AFTER LOST COMMIT", "READ OF A DELETED ROW")) {
+                    "PARKED AFTER LOST COMMIT", "RECOVERED AFTER LOST COMMIT", "READ OF A DELETED ROW",
+                    "UNKNOWN EVENT WHILE THE ROW WAS LOST", "CUSTOMER TOO LATE")) {
                 List<String> examples = evidence.get(kind);
                 if (examples != null) {
                     out.append("== ").append(kind).append(" (first ").append(examples.size()).append(")\n");
@@ -1438,13 +1901,7 @@ public class Chaos {
             // (chargeonce_key) and the payment the client wrote (chaos_payment).
             String ledgerJson = run.stripe.get("/_sandbox/ledger");
             Files.writeString(results.resolve(run.variant.database + "-ledger.json"), ledgerJson);
-            List<Intent> ledger = new ArrayList<>();
-            for (Object o : (List<?>) ((Map<?, ?>) Json.parse(ledgerJson)).get("data")) {
-                Map<?, ?> pi = (Map<?, ?>) o;
-                Map<?, ?> md = (Map<?, ?>) pi.get("metadata");
-                ledger.add(new Intent((String) pi.get("id"), (String) pi.get("status"),
-                        md == null ? null : (String) md.get("chargeonce_key"), md == null ? null : (String) md.get("chaos_payment")));
-            }
+            List<Intent> ledger = parseLedger(ledgerJson);
             Map<?, ?> stats = (Map<?, ?>) Json.parse(run.stripe.get("/_sandbox/stats"));
             a.stripeCreates = ((Number) stats.get("create_requests")).longValue();
             a.intents = ledger.size();
@@ -1471,6 +1928,8 @@ public class Chaos {
                 if (row.terminal()) {
                     if ("completed".equals(row.status())) {
                         a.rowsCompleted++;
+                    } else if ("accepted".equals(row.status())) {
+                        a.rowsAccepted++;
                     } else {
                         a.rowsFailed++;
                     }
@@ -1546,9 +2005,18 @@ public class Chaos {
                         a.toldSucceededStripeHasNot++;
                         a.note("LOSS", where + " was told succeeded with " + pi + " but Stripe has no such charge: " + pis + p.story(t0));
                     }
+                } else if (first.status() == 202) {
+                    // 3-D Secure to complete: the customer may complete it, so the 202's own PaymentIntent may be
+                    // charged (the charge's state must then say succeeded: the state audit), never another one.
+                    a.acceptedForClient++;
+                    String pi = Json.field(first.body(), "payment_intent");
+                    if (charged.stream().anyMatch(i -> !i.id().equals(pi))) {
+                        a.chargedButNotToldSucceeded++;
+                        a.note("CHARGED BUT TOLD OTHERWISE", where + " got " + first.describe() + " but Stripe charged " + charged + p.story(t0));
+                    }
                 } else {
-                    // 402: declined; 202: waiting for the customer's 3-D Secure (nobody completes it here): uncharged.
-                    if (first.status() == 402 || first.status() == 202) {
+                    // 402: declined.
+                    if (first.status() == 402) {
                         a.declinedForClient++;
                     } else {
                         a.unexpectedFinal++;
@@ -1598,6 +2066,9 @@ public class Chaos {
                     }
                 }
             }
+            if (run.relay != null) {
+                auditStates(a, run, ledger, t0);
+            }
             Files.writeString(results.resolve(run.variant.database + "-audit.txt"), a.evidenceText());
             // Every payment's story (times from the start of the chaos, the instance's port), for reading a run closely.
             try (var out = Files.newBufferedWriter(results.resolve(run.variant.database + "-payments.txt"))) {
@@ -1607,6 +2078,267 @@ public class Chaos {
             }
             log(a.label + ": " + a.violations() + " violations; evidence in " + results.resolve(run.variant.database + "-audit.txt"));
             return a;
+        }
+
+        /** The stand-in's ledger: every PaymentIntent with its identity (chargeonce_key) and payment (chaos_payment). */
+        static List<Intent> parseLedger(String ledgerJson) {
+            List<Intent> ledger = new ArrayList<>();
+            for (Object o : (List<?>) ((Map<?, ?>) Json.parse(ledgerJson)).get("data")) {
+                Map<?, ?> pi = (Map<?, ?>) o;
+                Map<?, ?> md = (Map<?, ?>) pi.get("metadata");
+                ledger.add(new Intent((String) pi.get("id"), (String) pi.get("status"),
+                        md == null ? null : (String) md.get("chargeonce_key"), md == null ? null : (String) md.get("chaos_payment"),
+                        pi.get("last_payment_error") != null));
+            }
+            return ledger;
+        }
+
+        /** The charge's state as GET /v1/charges/{id} shows it (ChargeQueries.view): charge_status, else by the row's status. */
+        static String chargeState(String status, String chargeStatus) {
+            if (chargeStatus != null) {
+                return chargeStatus;
+            }
+            return switch (status) {
+                case "completed" -> "succeeded";
+                case "failed" -> "failed";
+                default -> "processing";
+            };
+        }
+
+        /** A row as the state audit reads it. */
+        record StateRow(String id, String client, String key, String status, String chargeStatus, String paymentIntentId,
+                        long createdAt, boolean parked) {
+            String state() {
+                return chargeState(status, chargeStatus);
+            }
+        }
+
+        /** An event as the service's inbox recorded it. */
+        record InboxEvent(String id, String type, String objectId, String source, String outcome, String chargeId,
+                          String detail, long stripeCreated, long receivedAt) {
+            String describe(long t0) {
+                return String.format(Locale.ROOT, "%8.2fs %s %s %s -> %s %s (%s), made at %.0fs", (receivedAt - t0) / 1000.0, id,
+                        type, source, outcome, chargeId, detail, (stripeCreated - t0) / 1000.0);
+            }
+        }
+
+        static long number(Object o) {
+            return o instanceof Number n ? n.longValue() : 0;
+        }
+
+        /**
+         * Webhooks, 3-D Secure and the charges' states (chargeonce only): every charge's state against its
+         * PaymentIntent at Stripe (succeeded, failed = requires_payment_method with an error, canceled, and the
+         * pending ones), every state a watcher saw against the ones before it (never backwards), every event the
+         * service recorded as unknown against the rows (a PaymentIntent that has a row is never unknown, unless the
+         * row was deleted by a lost commit when the event came), and every event Stripe made against the inbox.
+         */
+        static void auditStates(Audit a, Run run, List<Intent> ledger, long t0) throws Exception {
+            a.webhooks = true;
+            a.stateWaitMillis = run.stateWaitMillis;
+            a.statesLeft = run.statesLeft;
+            Map<String, Intent> byId = new java.util.HashMap<>();
+            ledger.forEach(pi -> byId.put(pi.id(), pi));
+
+            Map<?, ?> stats = run.stripe.webhookStats();
+            a.eventsMade = number(stats.get("events"));
+            a.standInDelivered = number(stats.get("delivered"));
+            a.standInFailedTries = number(stats.get("failed_deliveries"));
+            a.deliveries = run.relay.deliveries.get();
+            a.deliveriesAcknowledged = run.relay.acknowledged.get();
+            a.duplicatesAcknowledged = run.relay.duplicatesAcknowledged.get();
+            a.deliveriesFailed = run.relay.failed.get();
+            a.deliveriesUnreachable = run.relay.unreachable.get();
+            a.deliveriesRefused = run.relay.refused.get();
+            for (String refusal : List.copyOf(run.relay.refusals)) {
+                a.note("WEBHOOK REFUSED", refusal);
+            }
+            a.stateReads = run.stateReads.requests.get();
+            a.stateReadsOk = run.stateReads.of(200);
+            a.stateReadsNotFound = run.stateReads.of(404);
+
+            for (Payment p : List.copyOf(run.payments)) {
+                if (p.customerChoice == null) {
+                    continue;
+                }
+                switch (p.customerChoice) {
+                    case "succeeded" -> a.customersCompleted++;
+                    case "failed" -> a.customersFailed++;
+                    default -> a.customersAbandoned++;
+                }
+                if (p.customerOutcome != null && p.customerOutcome.startsWith("refused")) {
+                    a.customersTooLate++;
+                    a.note("CUSTOMER TOO LATE", "payment " + p.id + ": " + p.customerOutcome + p.story(t0));
+                }
+            }
+
+            Map<String, StateRow> rowByPaymentIntent = new java.util.HashMap<>();
+            Map<String, StateRow> rowByIdentity = new java.util.HashMap<>();
+            List<StateRow> rows = new ArrayList<>();
+            Map<String, List<InboxEvent>> eventsByObject = new java.util.HashMap<>();
+            Set<String> recorded = new java.util.HashSet<>();
+            List<InboxEvent> unknown = new ArrayList<>();
+            try (Connection c = connect(run.variant); Statement st = c.createStatement()) {
+                try (ResultSet rs = st.executeQuery("SELECT id, client_id, idempotency_key, status, charge_status, payment_intent_id,"
+                        + " created_at, needs_reconciliation FROM stripe_intents")) {
+                    while (rs.next()) {
+                        StateRow row = new StateRow(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
+                                rs.getString(5), rs.getString(6), rs.getTimestamp(7).getTime(), rs.getBoolean(8));
+                        rows.add(row);
+                        if (row.paymentIntentId() != null) {
+                            rowByPaymentIntent.put(row.paymentIntentId(), row);
+                        }
+                        rowByIdentity.put(identity(row.client(), row.key()), row);
+                    }
+                }
+                try (ResultSet rs = st.executeQuery("SELECT id, type, object_id, source, outcome, charge_id, detail, stripe_created,"
+                        + " received_at FROM stripe_events ORDER BY received_at");
+                     var out = Files.newBufferedWriter(results.resolve(run.variant.database + "-events.txt"))) {
+                    out.write("# the service's inbox (stripe_events): received (s from the chaos' start), id, type, source -> outcome, charge (detail), made at\n");
+                    while (rs.next()) {
+                        InboxEvent e = new InboxEvent(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
+                                rs.getString(5), rs.getString(6), rs.getString(7), rs.getTimestamp(8).getTime(),
+                                rs.getTimestamp(9).getTime());
+                        out.write(e.describe(t0) + " " + e.objectId() + "\n");
+                        recorded.add(e.id());
+                        a.inboxRecorded++;
+                        if ("catch_up".equals(e.source())) {
+                            a.inboxFromCatchUp++;
+                        } else {
+                            a.inboxFromWebhook++;
+                        }
+                        switch (e.outcome()) {
+                            case "applied" -> a.inboxApplied++;
+                            case "unknown" -> {
+                                a.inboxUnknown++;
+                                unknown.add(e);
+                            }
+                            default -> a.inboxIgnored++;
+                        }
+                        if (e.objectId() != null) {
+                            eventsByObject.computeIfAbsent(e.objectId(), k -> new ArrayList<>()).add(e);
+                        }
+                    }
+                }
+            }
+
+            // Every charge's final state against its PaymentIntent's at Stripe.
+            int withLogs = 0;
+            for (StateRow row : rows) {
+                if (row.paymentIntentId() == null || row.parked() || "processing".equals(row.status())) {
+                    continue; // no PaymentIntent (a 400), or judged by the rows-not-terminal and parked counts
+                }
+                a.statesCompared++;
+                String state = row.state();
+                a.finalStates.merge(state, 1L, Long::sum);
+                Intent pi = byId.get(row.paymentIntentId());
+                String stripeState = pi == null ? "absent" : pi.state();
+                if (!state.equals(stripeState)) {
+                    a.stateMismatches++;
+                    Payment owner = run.paymentsByKey.get(row.client() + "\n" + row.key());
+                    a.note("CHARGE STATE DIFFERS FROM STRIPE", "charge " + row.id() + " (" + row.status() + ", charge_status "
+                            + row.chargeStatus() + ") shows " + state + ", its PaymentIntent " + row.paymentIntentId() + " is "
+                            + (pi == null ? "absent from the ledger" : pi.status() + (pi.paymentError() ? " with an error" : ""))
+                            + eventsOf(eventsByObject, row.paymentIntentId(), t0)
+                            + (owner == null ? "" : "\n  payment " + owner.id + owner.story(t0))
+                            + (withLogs++ < 10 ? logLines(row.id(), row.paymentIntentId()) : ""));
+                }
+            }
+
+            // Every state a watcher saw: never backwards (a lower rank, or out of a final state), the row's included.
+            for (Payment p : List.copyOf(run.payments)) {
+                List<StateSeen> seen = new ArrayList<>(List.copyOf(p.statesSeen));
+                if (seen.isEmpty()) {
+                    continue;
+                }
+                StateRow row = rowByIdentity.get(identity(p.client, p.key));
+                if (row != null) {
+                    seen.add(new StateSeen(System.currentTimeMillis(), 0, row.state(), "the row at the audit"));
+                }
+                String best = null;
+                for (StateSeen s : seen) {
+                    if (rank(s.status()) == 0) {
+                        continue;
+                    }
+                    if (best != null && (rank(s.status()) < rank(best) || (finalState(best) && !s.status().equals(best)))) {
+                        a.statesBackwards++;
+                        a.note("CHARGE STATE MOVED BACKWARDS", "payment " + p.id + ", charge " + (row == null ? "?" : row.id())
+                                + ": " + s.status() + " (" + s.via() + ") after " + best
+                                + (row == null ? "" : eventsOf(eventsByObject, row.paymentIntentId(), t0)) + p.story(t0)
+                                + (row == null ? "" : logLines(row.id(), String.valueOf(row.paymentIntentId()))));
+                        break;
+                    }
+                    if (best == null || rank(s.status()) > rank(best)) {
+                        best = s.status();
+                    }
+                }
+            }
+
+            // Unknown events: a PaymentIntent of a row is never unknown, unless a lost commit had deleted its row then.
+            for (InboxEvent e : unknown) {
+                Intent pi = byId.get(e.objectId());
+                StateRow row = rowByPaymentIntent.get(e.objectId());
+                if (row == null && pi != null && pi.identity() != null) {
+                    row = rowByIdentity.get(pi.identity());
+                }
+                if (row == null) {
+                    a.unknownOfNoRow++; // a PaymentIntent of no (client, key) the database has: counted as an orphan
+                    continue;
+                }
+                Payment owner = run.paymentsByKey.get(row.client() + "\n" + row.key());
+                StateRow current = row;
+                boolean whileLost = owner != null && List.copyOf(owner.lostRows).stream().anyMatch(l ->
+                        l.deleteStarted() - 2_000 <= e.receivedAt() && e.receivedAt() <= current.createdAt() + 1_000);
+                String what = "event " + e.describe(t0) + " names PaymentIntent " + e.objectId() + " of charge " + row.id()
+                        + " (created at " + String.format(Locale.ROOT, "%.2fs", (row.createdAt() - t0) / 1000.0) + ")"
+                        + (owner == null ? "" : "\n  payment " + owner.id + owner.story(t0));
+                if (whileLost) {
+                    a.unknownWhileRowLost++;
+                    a.note("UNKNOWN EVENT WHILE THE ROW WAS LOST", what);
+                } else {
+                    a.unknownOfKnownCharge++;
+                    a.note("UNKNOWN EVENT OF A KNOWN CHARGE", what + logLines(row.id(), e.objectId()));
+                }
+            }
+
+            // Every event Stripe made is in the inbox: delivered, or found by the catch-up.
+            for (String id : run.stripe.eventIds()) {
+                if (!recorded.contains(id)) {
+                    a.eventsNeverRecorded++;
+                    a.note("EVENT NEVER RECORDED", id + " (Stripe made it; the service's inbox does not have it)");
+                }
+            }
+        }
+
+        static String eventsOf(Map<String, List<InboxEvent>> eventsByObject, String paymentIntentId, long t0) {
+            StringBuilder out = new StringBuilder("\n  events the service recorded for it:");
+            for (InboxEvent e : eventsByObject.getOrDefault(paymentIntentId, List.of())) {
+                out.append("\n    ").append(e.describe(t0));
+            }
+            return out.toString();
+        }
+
+        /** The service's log lines (every instance, every start) that name a charge or its PaymentIntent: at most 40. */
+        static String logLines(String... needles) {
+            StringBuilder out = new StringBuilder("\n  service log lines:");
+            int n = 0;
+            try (var files = Files.list(results.resolve("logs"))) {
+                for (Path file : files.filter(f -> f.getFileName().toString().startsWith("chargeonce-")).sorted().toList()) {
+                    for (String line : Files.readAllLines(file, StandardCharsets.ISO_8859_1)) {
+                        for (String needle : needles) {
+                            if (needle != null && line.contains(needle)) {
+                                if (n++ < 40) {
+                                    out.append("\n    ").append(file.getFileName()).append(": ").append(line);
+                                }
+                                break;
+                            }
+                        }
+                    }
+                }
+            } catch (IOException e) {
+                out.append(" (").append(e.getMessage()).append(")");
+            }
+            return out.toString();
         }
 
         /**
@@ -1695,11 +2427,14 @@ public class Chaos {
             metrics.put("faults: Stripe 500 before / 500 after / drops / 429",
                     x -> x.faults.of("stripe_500_before_charging") + " / " + x.faults.of("stripe_500_after_charging") + " / "
                             + x.faults.of("stripe_drop_after_charging") + " / " + x.faults.of("stripe_429"));
+            metrics.put("faults: webhook duplicate bursts / reordering / outages", x -> !x.webhooks ? "– (no webhook endpoint)"
+                    : x.faults.of("webhook_duplicates") + " / " + x.faults.of("webhook_reorder") + " / " + x.faults.of("webhook_outage"));
             metrics.put("SIGTERMs that needed kill -9 after 15 s", x -> x.faults.of("sigterm_needed_kill_9"));
             metrics.put("recovery after the chaos (ms) / rows left", x -> x.recoveryMillis + " / " + x.unfinishedAfterRecovery);
             metrics.put("Stripe: create requests / PaymentIntents / charged", x -> x.stripeCreates + " / " + x.intents + " / " + x.chargedIntents);
-            metrics.put("clients told succeeded / declined or 3-D Secure pending", x -> x.succeededForClient + " / " + x.declinedForClient);
-            metrics.put("rows completed / failed or accepted (202)", x -> x.rowsCompleted + " / " + x.rowsFailed);
+            metrics.put("clients told succeeded (201) / declined (402) / 3-D Secure to complete (202)", x -> x.succeededForClient
+                    + " / " + x.declinedForClient + " / " + x.acceptedForClient);
+            metrics.put("rows completed / failed / accepted (202)", x -> x.rowsCompleted + " / " + x.rowsFailed + " / " + x.rowsAccepted);
             metrics.put("payments that lost a row: recovered / parked (503 charge_under_reconciliation answers)",
                     x -> x.lostPayments + ": " + x.lostRecovered + " / " + x.lostParked + " (" + x.parkedAnswers + ")");
             metrics.put("**payments with more than one PaymentIntent**", x -> x.duplicatePayments);
@@ -1719,6 +2454,27 @@ public class Chaos {
             metrics.put("unexpected final answers", x -> x.unexpectedFinal);
             metrics.put("GET right after 201: asked / 404 / other payment / 404 of a deleted row", x -> x.readsAfterSuccess == 0
                     ? "– (not asked)" : x.readsAfterSuccess + " / " + x.readsNotFound + " / " + x.readsDiffering + " / " + x.readsOfLostRow);
+            metrics.put("3-D Secure customers: complete / fail / never (refused: too late)", x -> !x.webhooks ? "–"
+                    : x.customersCompleted + " / " + x.customersFailed + " / " + x.customersAbandoned + " (" + x.customersTooLate + ")");
+            metrics.put("webhooks: events Stripe made / deliveries: acknowledged (of them duplicates) / 5xx / instance down", x -> !x.webhooks
+                    ? "– (no webhook endpoint)" : x.eventsMade + " / " + x.deliveries + ": " + x.deliveriesAcknowledged + " ("
+                    + x.duplicatesAcknowledged + ") / " + x.deliveriesFailed + " / " + x.deliveriesUnreachable);
+            metrics.put("events the service recorded: by webhook / by catch-up; applied / ignored / unknown", x -> !x.webhooks ? "–"
+                    : x.inboxFromWebhook + " / " + x.inboxFromCatchUp + "; " + x.inboxApplied + " / " + x.inboxIgnored + " / " + x.inboxUnknown);
+            metrics.put("unknown events: of no row / while the row was deleted (lost commit)", x -> !x.webhooks ? "–"
+                    : x.unknownOfNoRow + " / " + x.unknownWhileRowLost);
+            metrics.put("charge states after the final round: settled after (ms) / watchers' GETs: 200 / 404 / lost (instance down)",
+                    x -> !x.webhooks ? "–" : x.stateWaitMillis + (x.statesLeft.isEmpty() ? "" : " (left: " + x.statesLeft + ")") + " / "
+                            + x.stateReadsOk + " / " + x.stateReadsNotFound + " / " + (x.stateReads - x.stateReadsOk - x.stateReadsNotFound));
+            metrics.put("charges compared with Stripe: " + "succeeded / failed / canceled / requires_action / processing", x -> !x.webhooks
+                    ? "–" : x.statesCompared + ": " + x.finalStates.getOrDefault("succeeded", 0L) + " / " + x.finalStates.getOrDefault("failed", 0L)
+                    + " / " + x.finalStates.getOrDefault("canceled", 0L) + " / " + x.finalStates.getOrDefault("requires_action", 0L)
+                    + " / " + x.finalStates.getOrDefault("processing", 0L));
+            metrics.put("**charges whose final state differs from Stripe's**", x -> !x.webhooks ? "–" : x.stateMismatches);
+            metrics.put("**charge states that moved backwards**", x -> !x.webhooks ? "–" : x.statesBackwards);
+            metrics.put("**unknown events of a charge the database has**", x -> !x.webhooks ? "–" : x.unknownOfKnownCharge);
+            metrics.put("**Stripe events the service never recorded**", x -> !x.webhooks ? "–" : x.eventsNeverRecorded);
+            metrics.put("**webhook deliveries refused (4xx)**", x -> !x.webhooks ? "–" : x.deliveriesRefused);
             metrics.put("**verdict**", x -> x.violations() == 0 ? "no duplicate, no loss" : x.violations() + " violations");
             StringBuilder out = new StringBuilder("| | ");
             for (Audit a : audits) {

@@ -116,6 +116,12 @@ public final class StripeSandbox implements AutoCloseable {
     private volatile boolean listOrderStale;
     private final SecureRandom random = new SecureRandom();
     private final SandboxWebhooks webhooks = new SandboxWebhooks();
+    /**
+     * Held while a PaymentIntent changes after its create (settle, 3-D Secure completion, cancel): Stripe applies one
+     * change of a PaymentIntent at a time, so a check of its status and the change it allows are one step, and its
+     * events are made in the order of its changes.
+     */
+    private final Object transitions = new Object();
     private volatile boolean closed;
 
     private StripeSandbox(ServerSocket server) {
@@ -222,6 +228,12 @@ public final class StripeSandbox implements AutoCloseable {
 
     /** A pending PaymentIntent reaches its outcome ({@code succeeded}, or {@code requires_payment_method} = failed). */
     public PaymentIntent settle(String paymentIntentId, String status) {
+        synchronized (transitions) {
+            return settleLocked(paymentIntentId, status);
+        }
+    }
+
+    private PaymentIntent settleLocked(String paymentIntentId, String status) {
         PaymentIntent pi = intents.get(paymentIntentId);
         if (pi == null) {
             throw new IllegalArgumentException("no PaymentIntent " + paymentIntentId);
@@ -239,15 +251,26 @@ public final class StripeSandbox implements AutoCloseable {
      * Stripe.js would after the merchant's page showed the challenge.
      */
     public PaymentIntent authenticate(String paymentIntentId, boolean success) {
-        PaymentIntent pi = intents.get(paymentIntentId);
-        if (pi == null || !"requires_action".equals(pi.status())) {
-            throw new IllegalArgumentException(paymentIntentId + " does not require action");
+        // Checked and changed under one lock: a cancel (the service giving up on an abandoned 3-D Secure) and the
+        // customer's completion of the same PaymentIntent are serialized, as at Stripe; one of them is refused.
+        synchronized (transitions) {
+            PaymentIntent pi = intents.get(paymentIntentId);
+            if (pi == null || !"requires_action".equals(pi.status())) {
+                throw new IllegalArgumentException(paymentIntentId + " does not require action"
+                        + (pi == null ? "" : " (it is " + pi.status() + ")"));
+            }
+            return settleLocked(paymentIntentId, success ? "succeeded" : "requires_payment_method");
         }
-        return settle(paymentIntentId, success ? "succeeded" : "requires_payment_method");
     }
 
     /** {@code POST /v1/payment_intents/{id}/cancel}: only a PaymentIntent that is not final can be canceled. */
     private Response cancel(String paymentIntentId) {
+        synchronized (transitions) {
+            return cancelLocked(paymentIntentId);
+        }
+    }
+
+    private Response cancelLocked(String paymentIntentId) {
         PaymentIntent pi = intents.get(paymentIntentId);
         if (pi == null) {
             return Response.json(404, error("invalid_request_error", "resource_missing", "No such payment_intent", "intent"));
@@ -493,7 +516,12 @@ public final class StripeSandbox implements AutoCloseable {
         }
         if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/authenticate")) {
             String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/authenticate".length());
-            return Response.json(200, toJson(authenticate(id, !"failed".equals(query.get("result")))));
+            try {
+                return Response.json(200, toJson(authenticate(id, !"failed".equals(query.get("result")))));
+            } catch (IllegalArgumentException e) {
+                // Too late (canceled meanwhile) or no such PaymentIntent: an answer, not a dropped connection.
+                return Response.json(400, error("invalid_request_error", "payment_intent_unexpected_state", e.getMessage(), null));
+            }
         }
         if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/settle")) {
             String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/settle".length());
