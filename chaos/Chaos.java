@@ -327,8 +327,8 @@ public class Chaos {
                         "-Dchargeonce.webhooks.catch-up-interval=" + opt("catch-up-interval", "5s"),
                         "-Dchargeonce.webhooks.catch-up-overlap=" + opt("catch-up-overlap", "30m"),
                         "-Dchargeonce.stripe.requires-action-expiry=" + opt("requires-action-expiry", "20s"),
-                        "-Dchargeonce.stripe.pending-recheck=" + opt("pending-recheck", "2s,5s")));
-                // (chargeonce.recovery.sync-interval too, but through the environment: see environment())
+                        "-Dchargeonce.stripe.pending-recheck=" + opt("pending-recheck", "2s,5s"),
+                        "-Dchargeonce.recovery.sync-interval=" + opt("sync-interval", "2s")));
                 if (replicaProxy != null) {
                     cmd.addAll(List.of("-Dquarkus.datasource.replica.jdbc.url=jdbc:postgresql://127.0.0.1:" + replicaProxy.port()
                             + "/" + variant.database, "-Dquarkus.datasource.replica.username=postgres",
@@ -345,14 +345,9 @@ public class Chaos {
             return cmd;
         }
 
-        /**
-         * chargeonce.recovery.sync-interval (the sync worker's period, read by its @Scheduled expression only) is not
-         * a property of the chargeonce.recovery config mapping, so a -D or application.properties entry makes start-up
-         * fail ("SRCFG00050: chargeonce.recovery.sync-interval ... does not map to any root"); an environment variable
-         * is not validated against the mapping, and the expression reads it.
-         */
+        /** Extra environment of an instance's process (none today). */
         Map<String, String> environment() {
-            return variant == Variant.CHARGEONCE ? Map.of("CHARGEONCE_RECOVERY_SYNC_INTERVAL", opt("sync-interval", "2s")) : Map.of();
+            return Map.of();
         }
 
         /**

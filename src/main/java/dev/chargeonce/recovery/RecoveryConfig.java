@@ -15,6 +15,10 @@ public interface RecoveryConfig {
     @WithDefault("5s")
     Duration interval();
 
+    /** Time between passes of the sync worker (read by the {@code @Scheduled} expression of {@link PaymentSyncWorker}). */
+    @WithDefault("15s")
+    Duration syncInterval();
+
     /** Delay of the first pass after start-up. */
     @WithDefault("2s")
     Duration initialDelay();
