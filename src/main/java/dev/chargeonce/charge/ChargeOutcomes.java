@@ -3,6 +3,7 @@ package dev.chargeonce.charge;
 import dev.chargeonce.idempotency.ChargeStatus;
 import dev.chargeonce.idempotency.IdempotencyStore.Final;
 import dev.chargeonce.idempotency.IntentStatus;
+import dev.chargeonce.operation.RowRef;
 import dev.chargeonce.stripe.StripeOutcome;
 import java.time.Duration;
 import java.util.Optional;
@@ -20,20 +21,20 @@ final class ChargeOutcomes {
      * The key's final answer for what Stripe said; empty when it is no answer yet ({@code Pending}, unknown, not
      * sent...). {@code firstLook}: when the sync worker first looks at an accepted charge.
      */
-    static Optional<Final> finalAnswer(ChargeRef charge, ChargeRequest request, StripeOutcome outcome, Duration firstLook) {
+    static Optional<Final> finalAnswer(RowRef charge, ChargeRequest request, StripeOutcome outcome, Duration firstLook) {
         return Optional.ofNullable(switch (outcome) {
             case StripeOutcome.Succeeded s -> new Final(IntentStatus.COMPLETED,
-                    ChargeResponses.succeeded(charge, request, s.paymentIntentId()), s.paymentIntentId(), ChargeStatus.SUCCEEDED, null);
+                    ChargeResponses.succeeded(charge, request, s.paymentIntentId()), s.paymentIntentId(), ChargeStatus.SUCCEEDED.column(), null);
             case StripeOutcome.Declined d -> new Final(IntentStatus.FAILED, ChargeResponses.declined(charge, d),
-                    d.paymentIntentId(), d.paymentIntentId() == null ? null : ChargeStatus.FAILED, null);
+                    d.paymentIntentId(), d.paymentIntentId() == null ? null : ChargeStatus.FAILED.column(), null);
             case StripeOutcome.Canceled c -> new Final(IntentStatus.FAILED, ChargeResponses.canceled(charge, c.paymentIntentId()),
-                    c.paymentIntentId(), ChargeStatus.CANCELED, null);
+                    c.paymentIntentId(), ChargeStatus.CANCELED.column(), null);
             case StripeOutcome.RequiresAction a -> new Final(IntentStatus.ACCEPTED,
                     ChargeResponses.accepted(charge, request, a.paymentIntentId(), "requires_action", a.clientSecret(),
-                            a.nextActionJson()), a.paymentIntentId(), ChargeStatus.REQUIRES_ACTION, firstLook);
+                            a.nextActionJson()), a.paymentIntentId(), ChargeStatus.REQUIRES_ACTION.column(), firstLook);
             case StripeOutcome.Processing p -> new Final(IntentStatus.ACCEPTED,
                     ChargeResponses.accepted(charge, request, p.paymentIntentId(), "processing", null, null),
-                    p.paymentIntentId(), ChargeStatus.PROCESSING, firstLook);
+                    p.paymentIntentId(), ChargeStatus.PROCESSING.column(), firstLook);
             case StripeOutcome.Rejected r -> new Final(IntentStatus.FAILED, ChargeResponses.rejected(charge, r), null, null, null);
             default -> null;
         });

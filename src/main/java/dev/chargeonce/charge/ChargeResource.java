@@ -2,6 +2,7 @@ package dev.chargeonce.charge;
 
 import dev.chargeonce.auth.ApiKeyFilter;
 import dev.chargeonce.idempotency.IdempotencyKey;
+import dev.chargeonce.operation.KeyAnswer;
 import dev.chargeonce.web.BodyLimitFilter;
 import io.smallrye.common.annotation.RunOnVirtualThread;
 import jakarta.ws.rs.Consumes;
@@ -43,7 +44,7 @@ public class ChargeResource {
         }
         IdempotencyKey key = IdempotencyKey.parse(idempotencyKey);
         ChargeRequest charge = ChargeRequestParser.parse(body == null ? new byte[0] : body);
-        ChargeAnswer answer = charges.charge(clientId(request), key, charge);
+        KeyAnswer answer = charges.charge(clientId(request), key, charge);
         Response.ResponseBuilder response = Response.status(answer.status()).entity(answer.body())
                 .type(MediaType.APPLICATION_JSON_TYPE);
         if (answer.replayed()) {

@@ -3,6 +3,7 @@ package dev.chargeonce.charge;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chargeonce.idempotency.StoredAnswer;
+import dev.chargeonce.operation.RowRef;
 import dev.chargeonce.stripe.StripeOutcome;
 import dev.chargeonce.web.ErrorBody;
 import java.time.Duration;
@@ -20,7 +21,7 @@ final class ChargeResponses {
     private ChargeResponses() {
     }
 
-    static StoredAnswer succeeded(ChargeRef charge, ChargeRequest request, String paymentIntentId) {
+    static StoredAnswer succeeded(RowRef charge, ChargeRequest request, String paymentIntentId) {
         return new StoredAnswer(201, write(request.view(charge.id(), "succeeded", paymentIntentId,
                 charge.createdAt().getEpochSecond())));
     }
@@ -30,7 +31,7 @@ final class ChargeResponses {
      * merchant's front end needs to let the customer authenticate (Stripe.js: {@code client_secret},
      * {@code next_action}); the charge's outcome then shows in {@code GET /v1/charges/{id}}.
      */
-    static StoredAnswer accepted(ChargeRef charge, ChargeRequest request, String paymentIntentId, String status,
+    static StoredAnswer accepted(RowRef charge, ChargeRequest request, String paymentIntentId, String status,
                                  String clientSecret, String nextActionJson) {
         Map<String, Object> view = request.view(charge.id(), status, paymentIntentId, charge.createdAt().getEpochSecond());
         if (clientSecret != null) {
@@ -46,16 +47,16 @@ final class ChargeResponses {
         return new StoredAnswer(202, write(view));
     }
 
-    static StoredAnswer declined(ChargeRef charge, StripeOutcome.Declined declined) {
+    static StoredAnswer declined(RowRef charge, StripeOutcome.Declined declined) {
         return cardError(charge, declined.code(), declined.declineCode(), declined.message(), declined.paymentIntentId());
     }
 
-    static StoredAnswer canceled(ChargeRef charge, String paymentIntentId) {
+    static StoredAnswer canceled(RowRef charge, String paymentIntentId) {
         return cardError(charge, "payment_intent_canceled", null,
                 "The payment was canceled at Stripe before it completed; nothing was charged.", paymentIntentId);
     }
 
-    static StoredAnswer rejected(ChargeRef charge, StripeOutcome.Rejected rejected) {
+    static StoredAnswer rejected(RowRef charge, StripeOutcome.Rejected rejected) {
         Map<String, Object> error = new LinkedHashMap<>();
         error.put("type", "invalid_request_error");
         error.put("code", rejected.code());
@@ -65,7 +66,7 @@ final class ChargeResponses {
         return new StoredAnswer(rejected.httpStatus() == 404 ? 400 : rejected.httpStatus(), write(Map.of("error", error)));
     }
 
-    private static StoredAnswer cardError(ChargeRef charge, String code, String declineCode, String message,
+    private static StoredAnswer cardError(RowRef charge, String code, String declineCode, String message,
                                           String paymentIntentId) {
         Map<String, Object> error = new LinkedHashMap<>();
         error.put("type", "card_error");
@@ -76,49 +77,6 @@ final class ChargeResponses {
         error.put("charge", charge.id());
         error.put("payment_intent", paymentIntentId);
         return new StoredAnswer(402, write(Map.of("error", error)));
-    }
-
-    static ChargeAnswer stripeOutcomeUnknown(Duration retryAfter) {
-        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "stripe_outcome_unknown",
-                "Stripe did not confirm the outcome yet. Retry with the same Idempotency-Key: you will not be charged twice.",
-                null)), retryAfter);
-    }
-
-    /**
-     * Stripe was not called this time. "Nothing was charged" only when no request of this key can ever have reached
-     * Stripe: otherwise an earlier try may still complete there, and the retry finds out.
-     */
-    static ChargeAnswer stripeUnavailable(boolean nothingEverSent, Duration retryAfter) {
-        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "stripe_unavailable", nothingEverSent
-                ? "Stripe is not taking requests right now and nothing was charged. Retry with the same Idempotency-Key."
-                : "Stripe is not taking requests right now. An earlier try of this payment may still complete at Stripe: "
-                        + "retry with the same Idempotency-Key to learn its outcome; you will not be charged twice.",
-                null)), retryAfter);
-    }
-
-    /** Stripe took the payment but has not finished it (a bank debit, ...): it is followed by id until it has. */
-    static ChargeAnswer paymentProcessing(String paymentIntentId, Duration retryAfter) {
-        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "payment_processing",
-                "Stripe is still processing this payment (" + paymentIntentId + "); its outcome is not final yet. "
-                        + "Retry with the same Idempotency-Key: you will not be charged twice.", null)), retryAfter);
-    }
-
-    static ChargeAnswer databaseUnavailable(Duration retryAfter) {
-        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "database_unavailable",
-                "The outcome could not be recorded yet. Retry with the same Idempotency-Key: you will not be charged twice.",
-                null)), retryAfter);
-    }
-
-    static ChargeAnswer inFlight(Duration retryAfter) {
-        return ChargeAnswer.retryLater(409, write(ErrorBody.of("idempotency_error", "idempotency_key_in_use",
-                "Another request with this Idempotency-Key is being processed. Retry after the Retry-After delay.",
-                "Idempotency-Key")), retryAfter);
-    }
-
-    static ChargeAnswer underReconciliation() {
-        return ChargeAnswer.retryLater(503, write(ErrorBody.of("api_error", "charge_under_reconciliation",
-                "The outcome of this charge is being reconciled with Stripe; it will not be charged again.", null)),
-                Duration.ofMinutes(10));
     }
 
     static String write(Object value) {

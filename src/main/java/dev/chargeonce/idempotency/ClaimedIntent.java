@@ -16,14 +16,15 @@ import java.time.Instant;
  *                         database's clock: a PaymentIntent of this key can only have been created after it
  * @param stripeKeyLastSent the latest a request with the current key may have started, by earlier holders (the
  *                         database's clock); null when no holder has ever sent it
- * @param paymentIntentId  the PaymentIntent Stripe named for the row when it was not final yet: followed by id
- * @param pendingChecks    how often that PaymentIntent was looked at (the back-off's step)
+ * @param stripeObjectId   the Stripe object (PaymentIntent, refund) Stripe named for the row when it was not final
+ *                         yet: followed by id
+ * @param pendingChecks    how often that object was looked at (the back-off's step)
  * @param databaseNow      the database's clock when the lease was granted
  */
-public record ClaimedIntent(String id, String clientId, IdempotencyKey key, String requestJson, long amount, String currency,
+public record ClaimedIntent(Operation operation, String id, String clientId, IdempotencyKey key, String requestJson, long amount, String currency,
                             int leaseGeneration, long leaseAcquiredNanos, int stripeAttempt, String lastStripeError,
                             boolean keyBeyondHorizon, Instant createdAt, Instant stripeKeyFirstSent,
-                            Instant stripeKeyLastSent, String paymentIntentId, int pendingChecks, Instant databaseNow) {
+                            Instant stripeKeyLastSent, String stripeObjectId, int pendingChecks, Instant databaseNow) {
 
     public static final String SERVER_ERROR = "server_error";
 

@@ -36,7 +36,7 @@ public class IdempotencyStore {
     private static final String COLUMNS = """
             x.id, x.client_id, x.idempotency_key, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
             x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at,
-            x.stripe_key_first_sent, x.stripe_key_last_sent, x.payment_intent_id, x.pending_checks, clock_timestamp() AS db_now,
+            x.stripe_key_first_sent, x.stripe_key_last_sent, x.{o} AS object_id, x.pending_checks, clock_timestamp() AS db_now,
             (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
             ceil(extract(epoch FROM (x.lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms""";
 
@@ -67,7 +67,7 @@ public class IdempotencyStore {
             """.formatted(COLUMNS);
 
     private static final String TAKE_OVER = """
-            UPDATE stripe_intents x
+            UPDATE {t} x
                SET %s
              WHERE id = ? AND status = 'processing' AND lease_gen = ? AND lease_until <= clock_timestamp()
                AND NOT needs_reconciliation
@@ -76,9 +76,9 @@ public class IdempotencyStore {
 
     /** The recovery worker's takeover: also leaves alone rows whose re-check time has not come. */
     private static final String TAKE_OVER_EXPIRED = """
-            UPDATE stripe_intents x
+            UPDATE {t} x
                SET %s
-              FROM (SELECT id FROM stripe_intents
+              FROM (SELECT id FROM {t}
                      WHERE status = 'processing' AND lease_until <= clock_timestamp() AND NOT needs_reconciliation
                        AND (recheck_at IS NULL OR recheck_at <= clock_timestamp())
                      ORDER BY lease_until
@@ -89,43 +89,46 @@ public class IdempotencyStore {
             """.formatted(NEW_HOLDER, COLUMNS);
 
     private static final String FINISH = """
-            UPDATE stripe_intents
-               SET status = ?, response_status = ?, response_body = ?, payment_intent_id = coalesce(?, payment_intent_id),
-                   charge_status = ?, recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
-                   finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
-                   last_stripe_error = NULL, stripe_sending_until = NULL
-             WHERE id = ? AND lease_gen = ? AND status = 'processing'
+            WITH done AS (
+                UPDATE {t}
+                   SET status = ?, response_status = ?, response_body = ?, {o} = coalesce(?, {o}),
+                       {s} = ?, recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
+                       finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
+                       last_stripe_error = NULL, stripe_sending_until = NULL
+                 WHERE id = ? AND lease_gen = ? AND status = 'processing'
+                RETURNING {returning})
+            {release}
+            SELECT count(*) FROM done
             """;
-
-    /** The order of {@link ChargeStatus#rank()}, in SQL. */
-    private static final String RANK = """
-            CASE %1$s WHEN 'requires_action' THEN 1 WHEN 'processing' THEN 2 WHEN 'failed' THEN 3
-                      WHEN 'succeeded' THEN 4 WHEN 'canceled' THEN 4 ELSE 0 END""";
 
     /**
      * A charge whose key already has its answer follows its PaymentIntent: forward only (a higher rank), never out
      * of a final state. {@code recheck_at} is the sync worker's next look, cleared once final.
      */
-    private static final String ADVANCE_CHARGE_STATUS = """
-            UPDATE stripe_intents
-               SET charge_status = ?, payment_intent_id = coalesce(payment_intent_id, ?),
-                   recheck_at = CASE WHEN ? IN ('succeeded', 'canceled') THEN NULL ELSE recheck_at END,
-                   updated_at = clock_timestamp()
-             WHERE id = ? AND status <> 'processing'
-               AND coalesce(charge_status, '') NOT IN ('succeeded', 'canceled')
-               AND %s < %s
-            """.formatted(RANK.formatted("charge_status"), RANK.formatted("?::text"));
+    private static final String ADVANCE_STATE = """
+            WITH done AS (
+                UPDATE {t}
+                   SET {s} = ?, {o} = coalesce({o}, ?),
+                       recheck_at = CASE WHEN ? IN {finals} THEN NULL ELSE recheck_at END,
+                       updated_at = clock_timestamp()
+                 WHERE id = ? AND status <> 'processing'
+                   AND coalesce({s}, '') NOT IN {finals}
+                   AND {rank_now} < {rank_next}
+                RETURNING {returning})
+            {release}
+            SELECT count(*) FROM done
+            """;
 
     /**
      * The row an event about a PaymentIntent concerns, locked for the event's transaction: by the PaymentIntent id
      * the row stored, or by the charge's identity (metadata) for a row that never heard of that PaymentIntent.
      */
-    private static final String LOCK_FOR_PAYMENT_INTENT = """
-            SELECT id, client_id, status, charge_status, request, created_at, payment_intent_id
-              FROM stripe_intents
-             WHERE payment_intent_id = ?
-                OR (stripe_identity = ? AND (payment_intent_id IS NULL OR payment_intent_id = ?))
-             ORDER BY (payment_intent_id IS NOT NULL) DESC
+    private static final String LOCK_FOR_OBJECT = """
+            SELECT id, client_id, status, {s} AS state, request, created_at, {o} AS object_id
+              FROM {t}
+             WHERE {o} = ?
+                OR (stripe_identity = ? AND ({o} IS NULL OR {o} = ?))
+             ORDER BY ({o} IS NOT NULL) DESC
              LIMIT 1
                FOR UPDATE
             """;
@@ -135,38 +138,42 @@ public class IdempotencyStore {
      * new lease generation fences out whoever holds the row (its own finish then answers what this one wrote).
      */
     private static final String FINISH_FROM_STRIPE = """
-            UPDATE stripe_intents
-               SET lease_gen = lease_gen + 1, status = ?, response_status = ?, response_body = ?,
-                   payment_intent_id = coalesce(?, payment_intent_id), charge_status = ?,
-                   recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
-                   finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
-                   last_stripe_error = NULL, stripe_sending_until = NULL
-             WHERE id = ? AND status = 'processing'
+            WITH done AS (
+                UPDATE {t}
+                   SET lease_gen = lease_gen + 1, status = ?, response_status = ?, response_body = ?,
+                       {o} = coalesce(?, {o}), {s} = ?,
+                       recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
+                       finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
+                       last_stripe_error = NULL, stripe_sending_until = NULL
+                 WHERE id = ? AND status = 'processing'
+                RETURNING {returning})
+            {release}
+            SELECT count(*) FROM done
             """;
 
     /** Accepted charges whose outcome has not arrived and whose next look is due: taken for one look each. */
     private static final String TAKE_DUE_ACCEPTED = """
-            UPDATE stripe_intents x
+            UPDATE {t} x
                SET recheck_at = clock_timestamp() + ? * interval '1 millisecond', pending_checks = x.pending_checks + 1,
                    updated_at = clock_timestamp()
-              FROM (SELECT id FROM stripe_intents
+              FROM (SELECT id FROM {t}
                      WHERE status = 'accepted' AND recheck_at <= clock_timestamp()
                      ORDER BY recheck_at
                      LIMIT ?
                      FOR UPDATE SKIP LOCKED) due
              WHERE x.id = due.id
-            RETURNING x.id, x.client_id, x.charge_status, x.payment_intent_id, x.pending_checks, x.finished_at,
+            RETURNING x.id, x.client_id, x.{s} AS state, x.{o} AS object_id, x.pending_checks, x.finished_at,
                       clock_timestamp() AS db_now
             """;
 
     private static final String RELEASE = """
-            UPDATE stripe_intents
+            UPDATE {t}
                SET lease_until = clock_timestamp(), last_stripe_error = coalesce(?, last_stripe_error),
                    stripe_key_last_sent = CASE WHEN ?::bigint IS NULL THEN stripe_key_last_sent
                        ELSE greatest(stripe_key_last_sent, clock_timestamp() - ?::bigint * interval '1 millisecond') END,
                    stripe_sending_until = NULL,
                    recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
-                   payment_intent_id = coalesce(?, payment_intent_id),
+                   {o} = coalesce(?, {o}),
                    pending_checks = pending_checks + CASE WHEN ? THEN 1 ELSE 0 END,
                    updated_at = clock_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing'
@@ -174,7 +181,7 @@ public class IdempotencyStore {
 
     /** The next Stripe key: a new send window, and a renewed lease for the holder that is about to send it. */
     private static final String NEXT_STRIPE_ATTEMPT = """
-            UPDATE stripe_intents x
+            UPDATE {t} x
                SET stripe_attempt = stripe_attempt + 1, stripe_key_first_sent = clock_timestamp(),
                    stripe_key_last_sent = NULL, lease_until = clock_timestamp() + ? * interval '1 millisecond',
                    stripe_sending_until = clock_timestamp() + ? * interval '1 millisecond',
@@ -185,20 +192,20 @@ public class IdempotencyStore {
 
     /** A holder working without sending (a long lookup) keeps its lease; its send bound does not move. */
     private static final String RENEW_LEASE = """
-            UPDATE stripe_intents
+            UPDATE {t}
                SET lease_until = clock_timestamp() + ? * interval '1 millisecond', updated_at = clock_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing'
             """;
 
     private static final String MARK_FOR_RECONCILIATION = """
-            UPDATE stripe_intents
+            UPDATE {t}
                SET needs_reconciliation = true, reconciliation_reason = ?, lease_until = clock_timestamp(),
                    stripe_sending_until = NULL, updated_at = clock_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing'
             """;
 
     private static final String PEEK = """
-            SELECT false AS fresh, %s FROM stripe_intents x WHERE x.client_id = ? AND x.idempotency_key = ?
+            SELECT false AS fresh, %s FROM {t} x WHERE x.client_id = ? AND x.idempotency_key = ?
             """.formatted(COLUMNS);
 
     private static final String COUNT_ATTENTION_ROWS = """
@@ -209,13 +216,14 @@ public class IdempotencyStore {
                                       AND created_at < clock_timestamp() - ? * interval '1 millisecond'),
                    coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0),
                    coalesce(max(lease_gen), 0)
-              FROM stripe_intents WHERE status = 'processing'
+              FROM {t} WHERE status = 'processing'
             """;
 
     private static final String DELETE_FINISHED = """
-            DELETE FROM stripe_intents WHERE id IN (
-                SELECT id FROM stripe_intents
+            DELETE FROM {t} WHERE id IN (
+                SELECT id FROM {t} x
                  WHERE status <> 'processing' AND finished_at < clock_timestamp() - ? * interval '1 millisecond'
+                   {keep}
                  ORDER BY finished_at
                  LIMIT ?
                  FOR UPDATE SKIP LOCKED)
@@ -224,8 +232,65 @@ public class IdempotencyStore {
     private static final String ANSWER_OF = """
             SELECT status, response_status, response_body, needs_reconciliation,
                    ceil(extract(epoch FROM (lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms
-              FROM stripe_intents WHERE id = ?
+              FROM {t} WHERE id = ?
             """;
+
+    private static final String SCHEDULE_RECHECK = """
+            UPDATE {t} SET recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond'
+             WHERE id = ? AND status = 'accepted' AND coalesce({s}, '') NOT IN {finals}
+            """;
+
+    /**
+     * A refund that ends without refunding (Stripe refused it, or it failed or was canceled) gives its amount back
+     * to the charge, in the statement that ends it: reserved = pending + succeeded refunds, always.
+     */
+    private static final String REFUND_RELEASE = """
+            , released AS (
+                UPDATE stripe_intents c SET amount_reserved = c.amount_reserved - d.amount, updated_at = clock_timestamp()
+                  FROM done d
+                 WHERE c.id = d.charge_id AND (d.status = 'failed' OR d.state IN ('failed', 'canceled'))
+                RETURNING c.id)""";
+
+    /** Every statement above, for one operation's table and columns. */
+    private record Sql(String claim, String takeOver, String takeOverExpired, String finish, String advanceState,
+                       String lockForObject, String finishFromStripe, String takeDueAccepted, String release,
+                       String nextAttempt, String renewLease, String park, String peek, String countAttention,
+                       String deleteFinished, String answerOf, String scheduleRecheck) {
+
+        static Sql of(Operation op) {
+            java.util.function.UnaryOperator<String> r = sql -> sql
+                    .replace("{t}", op.table()).replace("{o}", op.objectIdColumn()).replace("{s}", op.stateColumn())
+                    .replace("{finals}", op.finalStatesSql())
+                    .replace("{rank_now}", op.rankSql(op.stateColumn())).replace("{rank_next}", op.rankSql("?::text"))
+                    .replace("{returning}", op == Operation.REFUND ? "charge_id, amount, status, refund_status AS state" : "id")
+                    .replace("{release}", op == Operation.REFUND ? REFUND_RELEASE : "")
+                    .replace("{keep}", KEEP.getOrDefault(op, ""));
+            return new Sql(op == Operation.CHARGE ? r.apply(CLAIM) : null, r.apply(TAKE_OVER), r.apply(TAKE_OVER_EXPIRED),
+                    r.apply(FINISH), r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE),
+                    r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
+                    r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS),
+                    r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK));
+        }
+    }
+
+    /**
+     * What retention keeps besides young rows, per operation: a charge while it has refunds (they are deleted by
+     * their own age first; a refund's key must outlive the charge it names).
+     */
+    private static final java.util.Map<Operation, String> KEEP = java.util.Map.of(Operation.CHARGE,
+            "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id)");
+
+    private static final java.util.Map<Operation, Sql> SQL = new java.util.EnumMap<>(Operation.class);
+
+    static {
+        for (Operation op : Operation.values()) {
+            SQL.put(op, Sql.of(op));
+        }
+    }
+
+    private static Sql sql(Operation op) {
+        return SQL.get(op);
+    }
 
     private static final String CHARGE_COLUMNS =
             "id, status, charge_status, amount, currency, payment_intent_id, request, response_status, created_at";
@@ -261,7 +326,7 @@ public class IdempotencyStore {
         // Two rounds at most: a conflicting row committed after this statement's snapshot is invisible to the
         // SELECT half (the INSERT half saw it and did nothing); the next statement sees it.
         for (int round = 0; round < 3; round++) {
-            Optional<Row> found = queryOne(CLAIM, ps -> {
+            Optional<Row> found = queryOne(sql(intent.operation()).claim(), ps -> {
                 int i = 1;
                 ps.setString(i++, intent.id());
                 ps.setString(i++, intent.clientId());
@@ -283,13 +348,13 @@ public class IdempotencyStore {
             }
             Row row = found.get();
             if (row.fresh) {
-                return new Claim.Fresh(row.intent());
+                return new Claim.Fresh(row.intent(intent.operation()));
             }
             Optional<Claim> settled = classifyExisting(row, intent.fingerprint());
             if (settled.isPresent()) {
                 return settled.get();
             }
-            Optional<Row> taken = queryOne(TAKE_OVER, ps -> {
+            Optional<Row> taken = queryOne(sql(intent.operation()).takeOver(), ps -> {
                 ps.setLong(1, config.lease().toMillis());
                 ps.setLong(2, config.lease().toMillis());
                 ps.setString(3, row.id);
@@ -297,7 +362,7 @@ public class IdempotencyStore {
                 ps.setLong(5, keyHorizon.toMillis());
             });
             if (taken.isPresent()) {
-                return new Claim.TakenOver(taken.get().intent());
+                return new Claim.TakenOver(taken.get().intent(intent.operation()));
             }
             // Someone else took it over or finished it between the two statements: look again.
         }
@@ -309,8 +374,8 @@ public class IdempotencyStore {
      * so that replays are still answered and no lease is taken for a call that will not be made. Empty when the
      * key is new; {@link Claim.Unheld} when it is processing with an expired lease (a claim would take it over).
      */
-    public Optional<Claim> peek(String clientId, IdempotencyKey key, Fingerprint fingerprint, Duration keyHorizon) {
-        return queryOne(PEEK, ps -> {
+    public Optional<Claim> peek(Operation op, String clientId, IdempotencyKey key, Fingerprint fingerprint, Duration keyHorizon) {
+        return queryOne(sql(op).peek(), ps -> {
             ps.setLong(1, keyHorizon.toMillis());
             ps.setString(2, clientId);
             ps.setString(3, key.value());
@@ -340,9 +405,9 @@ public class IdempotencyStore {
      * again and again without an end counts here, whatever its lease), the oldest one's age and the most drives
      * (lease generations) any of them had.
      */
-    public RowCounts countAttentionRows(Duration expiredFor, Duration overdueAfter) {
+    public RowCounts countAttentionRows(Operation op, Duration expiredFor, Duration overdueAfter) {
         RowCounts[] counts = new RowCounts[1];
-        run(COUNT_ATTENTION_ROWS, ps -> {
+        run(sql(op).countAttention(), ps -> {
             ps.setLong(1, expiredFor.toMillis());
             ps.setLong(2, overdueAfter.toMillis());
         }, rs -> {
@@ -361,25 +426,25 @@ public class IdempotencyStore {
      * Deletes up to {@code batch} finished rows older than {@code retention}. Small batches and SKIP LOCKED keep
      * locks short; processing rows are never deleted, whatever their age.
      */
-    public int deleteFinishedBefore(Duration retention, int batch) {
-        return update(DELETE_FINISHED, ps -> {
+    public int deleteFinishedBefore(Operation op, Duration retention, int batch) {
+        return update(sql(op).deleteFinished(), ps -> {
             ps.setLong(1, retention.toMillis());
             ps.setInt(2, batch);
         });
     }
 
     /** Takes over up to {@code limit} rows whose lease expired; another instance never gets the same row. */
-    public List<ClaimedIntent> takeOverExpired(int limit, Duration keyHorizon) {
+    public List<ClaimedIntent> takeOverExpired(Operation op, int limit, Duration keyHorizon) {
         List<ClaimedIntent> taken = new ArrayList<>();
         long acquired = System.nanoTime();
-        run(TAKE_OVER_EXPIRED, ps -> {
+        run(sql(op).takeOverExpired(), ps -> {
             ps.setLong(1, config.lease().toMillis());
             ps.setLong(2, config.lease().toMillis());
             ps.setInt(3, limit);
             ps.setLong(4, keyHorizon.toMillis());
         }, rs -> {
             while (rs.next()) {
-                taken.add(Row.read(rs, acquired).intent());
+                taken.add(Row.read(rs, acquired).intent(op));
             }
         });
         return taken;
@@ -391,12 +456,12 @@ public class IdempotencyStore {
      */
     public boolean finish(ClaimedIntent holder, IntentStatus status, StoredAnswer answer, String paymentIntentId) {
         return finish(holder, new Final(status, answer, paymentIntentId, status == IntentStatus.COMPLETED
-                ? ChargeStatus.SUCCEEDED : paymentIntentId != null ? ChargeStatus.FAILED : null, null));
+                ? "succeeded" : paymentIntentId != null ? "failed" : null, null));
     }
 
     /** {@link #finish(ClaimedIntent, IntentStatus, StoredAnswer, String)} with the charge's state at Stripe. */
     public boolean finish(ClaimedIntent holder, Final answer) {
-        return finishLatency.record(() -> update(FINISH, ps -> {
+        return finishLatency.record(() -> count(sql(holder.operation()).finish(), ps -> {
             int next = answer.bind(ps, 1);
             ps.setString(next, holder.id());
             ps.setInt(next + 1, holder.leaseGeneration());
@@ -406,10 +471,11 @@ public class IdempotencyStore {
     /**
      * A key's final answer and what follows it.
      *
-     * @param chargeStatus the charge's state at Stripe (null when Stripe never named a PaymentIntent)
-     * @param recheckAfter for an accepted charge, when the sync worker first looks at its PaymentIntent
+     * @param objectId     the Stripe object the operation made (PaymentIntent, refund), when Stripe named one
+     * @param state        that object's state at Stripe (null when there is none)
+     * @param recheckAfter for an accepted operation, when the sync worker first looks at its Stripe object
      */
-    public record Final(IntentStatus status, StoredAnswer answer, String paymentIntentId, ChargeStatus chargeStatus,
+    public record Final(IntentStatus status, StoredAnswer answer, String objectId, String state,
                         java.time.Duration recheckAfter) {
         public Final {
             if (status == IntentStatus.PROCESSING) {
@@ -421,8 +487,8 @@ public class IdempotencyStore {
             ps.setString(from, status.column());
             ps.setInt(from + 1, answer.status());
             ps.setString(from + 2, answer.body());
-            ps.setString(from + 3, paymentIntentId);
-            ps.setString(from + 4, chargeStatus == null ? null : chargeStatus.column());
+            ps.setString(from + 3, objectId);
+            ps.setString(from + 4, state);
             ps.setObject(from + 5, recheckAfter == null ? null : recheckAfter.toMillis(), java.sql.Types.BIGINT);
             return from + 6;
         }
@@ -430,67 +496,80 @@ public class IdempotencyStore {
 
     // ---- what Stripe says after the answer: events and the sync worker, inside the caller's transaction --------
 
-    /** The row a PaymentIntent belongs to, as an event's transaction sees it (locked until it ends). */
-    public record PaymentIntentOwner(String id, String clientId, IntentStatus status, ChargeStatus chargeStatus,
-                                     String requestJson, Instant createdAt, String paymentIntentId) {
+    /** The row a Stripe object belongs to, as an event's transaction sees it (locked until it ends). */
+    public record ObjectOwner(Operation operation, String id, String clientId, IntentStatus status, String state,
+                              String requestJson, Instant createdAt, String objectId) {
     }
 
-    /** Locks the row of a PaymentIntent (by its id, else by the charge's identity); empty when no row has it. */
-    public Optional<PaymentIntentOwner> lockOwner(Connection tx, String paymentIntentId, String stripeIdentity) throws SQLException {
-        try (PreparedStatement ps = tx.prepareStatement(LOCK_FOR_PAYMENT_INTENT)) {
-            ps.setString(1, paymentIntentId);
+    /**
+     * Locks the row of a Stripe object (by its id, else by the operation's identity, its {@code chargeonce_key}
+     * metadata); empty when no row has it.
+     */
+    public Optional<ObjectOwner> lockOwner(Connection tx, Operation op, String objectId, String stripeIdentity) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement(sql(op).lockForObject())) {
+            ps.setString(1, objectId);
             ps.setString(2, stripeIdentity);
-            ps.setString(3, paymentIntentId);
+            ps.setString(3, objectId);
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
                     return Optional.empty();
                 }
-                return Optional.of(new PaymentIntentOwner(rs.getString("id"), rs.getString("client_id"),
-                        IntentStatus.fromColumn(rs.getString("status")), ChargeStatus.fromColumn(rs.getString("charge_status")),
-                        rs.getString("request"), rs.getTimestamp("created_at").toInstant(), rs.getString("payment_intent_id")));
+                return Optional.of(new ObjectOwner(op, rs.getString("id"), rs.getString("client_id"),
+                        IntentStatus.fromColumn(rs.getString("status")), rs.getString("state"),
+                        rs.getString("request"), rs.getTimestamp("created_at").toInstant(), rs.getString("object_id")));
             }
         }
     }
 
     /** Finishes a row still processing from what Stripe said (fencing out its holder); false if it was not. */
-    public boolean finishFromStripe(Connection tx, String id, Final answer) throws SQLException {
-        try (PreparedStatement ps = tx.prepareStatement(FINISH_FROM_STRIPE)) {
+    public boolean finishFromStripe(Connection tx, Operation op, String id, Final answer) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement(sql(op).finishFromStripe())) {
             int next = answer.bind(ps, 1);
             ps.setString(next, id);
-            return ps.executeUpdate() == 1;
+            return countOf(ps) == 1;
         }
     }
 
-    /** Moves an answered charge forward to {@code next}; false when that would be backwards (or out of a final state). */
-    public boolean advanceChargeStatus(Connection tx, String id, ChargeStatus next, String paymentIntentId) throws SQLException {
-        try (PreparedStatement ps = tx.prepareStatement(ADVANCE_CHARGE_STATUS)) {
-            ps.setString(1, next.column());
-            ps.setString(2, paymentIntentId);
-            ps.setString(3, next.column());
+    /**
+     * Moves an answered operation's Stripe state forward to {@code next}; false when that would be backwards (a
+     * lower rank) or out of a final state.
+     */
+    public boolean advanceState(Connection tx, Operation op, String id, String next, String objectId) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement(sql(op).advanceState())) {
+            ps.setString(1, next);
+            ps.setString(2, objectId);
+            ps.setString(3, next);
             ps.setString(4, id);
-            ps.setString(5, next.column());
-            return ps.executeUpdate() == 1;
+            ps.setString(5, next);
+            return countOf(ps) == 1;
         }
     }
 
-    /** An accepted charge the sync worker looks at. */
-    public record AcceptedCharge(String id, String clientId, ChargeStatus chargeStatus, String paymentIntentId,
-                                 int checks, Instant answeredAt, Instant databaseNow) {
+    private static long countOf(PreparedStatement ps) throws SQLException {
+        try (ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    /** An accepted operation the sync worker looks at. */
+    public record AcceptedRow(Operation operation, String id, String clientId, String state, String objectId,
+                              int checks, Instant answeredAt, Instant databaseNow) {
     }
 
     /**
      * Takes up to {@code limit} accepted charges whose next look is due, pushing their next look {@code hold} away
      * (so that another instance does not take them meanwhile; the worker sets the real next look after it).
      */
-    public List<AcceptedCharge> takeDueAccepted(int limit, java.time.Duration hold) {
-        List<AcceptedCharge> due = new ArrayList<>();
-        run(TAKE_DUE_ACCEPTED, ps -> {
+    public List<AcceptedRow> takeDueAccepted(Operation op, int limit, java.time.Duration hold) {
+        List<AcceptedRow> due = new ArrayList<>();
+        run(sql(op).takeDueAccepted(), ps -> {
             ps.setLong(1, hold.toMillis());
             ps.setInt(2, limit);
         }, rs -> {
             while (rs.next()) {
-                due.add(new AcceptedCharge(rs.getString("id"), rs.getString("client_id"),
-                        ChargeStatus.fromColumn(rs.getString("charge_status")), rs.getString("payment_intent_id"),
+                due.add(new AcceptedRow(op, rs.getString("id"), rs.getString("client_id"),
+                        rs.getString("state"), rs.getString("object_id"),
                         rs.getInt("pending_checks"), rs.getTimestamp("finished_at").toInstant(),
                         rs.getTimestamp("db_now").toInstant()));
             }
@@ -499,10 +578,8 @@ public class IdempotencyStore {
     }
 
     /** When the sync worker looks at an accepted charge next (null: never, it is final). */
-    public void scheduleRecheck(Connection tx, String id, java.time.Duration after) throws SQLException {
-        try (PreparedStatement ps = tx.prepareStatement("""
-                UPDATE stripe_intents SET recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond'
-                 WHERE id = ? AND status = 'accepted' AND coalesce(charge_status, '') NOT IN ('succeeded', 'canceled')""")) {
+    public void scheduleRecheck(Connection tx, Operation op, String id, java.time.Duration after) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement(sql(op).scheduleRecheck())) {
             ps.setObject(1, after == null ? null : after.toMillis(), java.sql.Types.BIGINT);
             ps.setString(2, id);
             ps.executeUpdate();
@@ -516,7 +593,7 @@ public class IdempotencyStore {
     public boolean release(ClaimedIntent holder, LeaseRelease release) {
         Long sentAgo = release.sinceLastSend() == null ? null : release.sinceLastSend().toMillis();
         Long recheck = release.recheckAfter() == null ? null : release.recheckAfter().toMillis();
-        return update(RELEASE, ps -> {
+        return update(sql(holder.operation()).release(), ps -> {
             ps.setString(1, release.stripeError());
             ps.setObject(2, sentAgo, java.sql.Types.BIGINT);
             ps.setObject(3, sentAgo, java.sql.Types.BIGINT);
@@ -534,14 +611,14 @@ public class IdempotencyStore {
      */
     public Optional<ClaimedIntent> nextStripeAttempt(ClaimedIntent holder, Duration keyHorizon) {
         long acquired = System.nanoTime();
-        return queryOne(NEXT_STRIPE_ATTEMPT, ps -> {
+        return queryOne(sql(holder.operation()).nextAttempt(), ps -> {
             ps.setLong(1, config.lease().toMillis());
             ps.setLong(2, config.lease().toMillis());
             ps.setString(3, holder.id());
             ps.setInt(4, holder.leaseGeneration());
             ps.setInt(5, holder.stripeAttempt());
             ps.setLong(6, keyHorizon.toMillis());
-        }, acquired).map(Row::intent);
+        }, acquired).map(row -> row.intent(holder.operation()));
     }
 
     /**
@@ -549,7 +626,7 @@ public class IdempotencyStore {
      * no other driver takes the row over and starts the same work again. False when the lease was already lost.
      */
     public boolean renewLease(ClaimedIntent holder) {
-        return update(RENEW_LEASE, ps -> {
+        return update(sql(holder.operation()).renewLease(), ps -> {
             ps.setLong(1, config.lease().toMillis());
             ps.setString(2, holder.id());
             ps.setInt(3, holder.leaseGeneration());
@@ -561,7 +638,7 @@ public class IdempotencyStore {
      * again by itself. {@code reason} says why, for whoever resolves it.
      */
     public boolean markForReconciliation(ClaimedIntent holder, String reason) {
-        return update(MARK_FOR_RECONCILIATION, ps -> {
+        return update(sql(holder.operation()).park(), ps -> {
             ps.setString(1, reason);
             ps.setString(2, holder.id());
             ps.setInt(3, holder.leaseGeneration());
@@ -569,14 +646,14 @@ public class IdempotencyStore {
     }
 
     /** What the row holds now: its final answer, or empty while it is still processing. */
-    public Optional<StoredAnswer> answerOf(String intentId) {
-        return stateOf(intentId).answer();
+    public Optional<StoredAnswer> answerOf(Operation op, String intentId) {
+        return stateOf(op, intentId).answer();
     }
 
     /** What a holder that lost its lease finds: the final answer, or that the row is parked, or still processing. */
-    public RowState stateOf(String intentId) {
+    public RowState stateOf(Operation op, String intentId) {
         RowState[] state = {new RowState(Optional.empty(), false)};
-        run(ANSWER_OF, ps -> ps.setString(1, intentId), rs -> {
+        run(sql(op).answerOf(), ps -> ps.setString(1, intentId), rs -> {
             if (rs.next()) {
                 state[0] = "processing".equals(rs.getString("status"))
                         ? new RowState(Optional.empty(), rs.getBoolean("needs_reconciliation"))
@@ -678,6 +755,15 @@ public class IdempotencyStore {
         return rows.stream().findFirst();
     }
 
+    private long count(String sql, Binder binder) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+            binder.bind(ps);
+            return countOf(ps);
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
     private int update(String sql, Binder binder) {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             binder.bind(ps);
@@ -705,7 +791,7 @@ public class IdempotencyStore {
     private record Row(boolean fresh, String id, String clientId, String idempotencyKey, String fingerprint, String request, long amount,
                        String currency, IntentStatus status, int leaseGeneration, int stripeAttempt,
                        String lastStripeError, boolean needsReconciliation, int responseStatus, String responseBody,
-                       Timestamp createdAt, Timestamp stripeKeyFirstSent, Timestamp stripeKeyLastSent, String paymentIntentId,
+                       Timestamp createdAt, Timestamp stripeKeyFirstSent, Timestamp stripeKeyLastSent, String objectId,
                        int pendingChecks, Timestamp databaseNow, boolean beyondHorizon, long leaseLeftMillis, long acquired) {
 
         static Row read(ResultSet rs, long acquired) throws SQLException {
@@ -715,14 +801,14 @@ public class IdempotencyStore {
                     rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
                     rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
                     rs.getTimestamp("stripe_key_first_sent"), rs.getTimestamp("stripe_key_last_sent"),
-                    rs.getString("payment_intent_id"), rs.getInt("pending_checks"), rs.getTimestamp("db_now"),
+                    rs.getString("object_id"), rs.getInt("pending_checks"), rs.getTimestamp("db_now"),
                     rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"), acquired);
         }
 
-        ClaimedIntent intent() {
-            return new ClaimedIntent(id, clientId, new IdempotencyKey(idempotencyKey), request, amount, currency, leaseGeneration,
+        ClaimedIntent intent(Operation op) {
+            return new ClaimedIntent(op, id, clientId, new IdempotencyKey(idempotencyKey), request, amount, currency, leaseGeneration,
                     acquired, stripeAttempt, lastStripeError, beyondHorizon, createdAt.toInstant(), stripeKeyFirstSent.toInstant(),
-                    stripeKeyLastSent == null ? null : stripeKeyLastSent.toInstant(), paymentIntentId, pendingChecks,
+                    stripeKeyLastSent == null ? null : stripeKeyLastSent.toInstant(), objectId, pendingChecks,
                     databaseNow.toInstant());
         }
     }

@@ -3,6 +3,7 @@ package dev.chargeonce.recovery;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Operation;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.scheduler.Scheduled;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -47,12 +48,22 @@ public class AttentionGauges {
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void refresh() {
         try {
-            IdempotencyStore.RowCounts counts = store.countAttentionRows(config.lease(), recovery.overdueAfter());
-            expired.set(counts.expiredProcessing());
-            parked.set(counts.parkedForReconciliation());
-            overdue.set(counts.overdueProcessing());
-            maxDrives.set(counts.maxDrives());
-            oldestAgeSeconds = counts.oldestProcessingAgeSeconds();
+            long expiredRows = 0, parkedRows = 0, overdueRows = 0, drives = 0;
+            double oldest = 0;
+            // Charges and refunds together: a stuck refund is as much an operator's business as a stuck charge.
+            for (Operation op : Operation.values()) {
+                IdempotencyStore.RowCounts counts = store.countAttentionRows(op, config.lease(), recovery.overdueAfter());
+                expiredRows += counts.expiredProcessing();
+                parkedRows += counts.parkedForReconciliation();
+                overdueRows += counts.overdueProcessing();
+                drives = Math.max(drives, counts.maxDrives());
+                oldest = Math.max(oldest, counts.oldestProcessingAgeSeconds());
+            }
+            expired.set(expiredRows);
+            parked.set(parkedRows);
+            overdue.set(overdueRows);
+            maxDrives.set(drives);
+            oldestAgeSeconds = oldest;
         } catch (DatabaseUnavailableException e) {
             // keep the last values; readiness reports the database
         }

@@ -1,6 +1,6 @@
 package dev.chargeonce.recovery;
 
-import dev.chargeonce.charge.ChargeAdmission;
+import dev.chargeonce.operation.Admission;
 import io.quarkus.runtime.ShutdownEvent;
 import jakarta.annotation.Priority;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -20,10 +20,10 @@ public class GracefulShutdown {
 
     private static final Logger LOG = Logger.getLogger(GracefulShutdown.class);
 
-    private final ChargeAdmission admission;
+    private final Admission admission;
     private final Duration grace;
 
-    GracefulShutdown(ChargeAdmission admission, @ConfigProperty(name = "chargeonce.shutdown.grace", defaultValue = "20s") Duration grace) {
+    GracefulShutdown(Admission admission, @ConfigProperty(name = "chargeonce.shutdown.grace", defaultValue = "20s") Duration grace) {
         this.admission = admission;
         this.grace = grace;
     }

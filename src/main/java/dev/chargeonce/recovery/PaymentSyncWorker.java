@@ -1,12 +1,13 @@
 package dev.chargeonce.recovery;
 
-import com.stripe.model.PaymentIntent;
-import dev.chargeonce.charge.ChargeAdmission;
-import dev.chargeonce.charge.ChargeSettlement;
-import dev.chargeonce.idempotency.ChargeStatus;
+import dev.chargeonce.operation.Admission;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.operation.OperationDriver;
+import dev.chargeonce.operation.Settlement;
+import dev.chargeonce.operation.StripeSide;
 import dev.chargeonce.stripe.StripeConfig;
 import dev.chargeonce.stripe.StripeGateway;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -32,18 +33,18 @@ public class PaymentSyncWorker {
     private static final Logger LOG = Logger.getLogger(PaymentSyncWorker.class);
 
     private final IdempotencyStore store;
-    private final StripeGateway stripe;
-    private final ChargeSettlement settlement;
-    private final ChargeAdmission admission;
+    private final OperationDriver driver;
+    private final Settlement settlement;
+    private final Admission admission;
     private final RecoveryConfig config;
     private final StripeConfig stripeConfig;
     private final IdempotencyConfig idempotencyConfig;
     private final MeterRegistry metrics;
 
-    PaymentSyncWorker(IdempotencyStore store, StripeGateway stripe, ChargeSettlement settlement, ChargeAdmission admission,
+    PaymentSyncWorker(IdempotencyStore store, OperationDriver driver, Settlement settlement, Admission admission,
                       RecoveryConfig config, StripeConfig stripeConfig, IdempotencyConfig idempotencyConfig, MeterRegistry metrics) {
         this.store = store;
-        this.stripe = stripe;
+        this.driver = driver;
         this.settlement = settlement;
         this.admission = admission;
         this.config = config;
@@ -68,43 +69,47 @@ public class PaymentSyncWorker {
         }
     }
 
-    /** One pass: every accepted charge whose next look is due, looked at once. */
+    /** One pass: every accepted charge and refund whose next look is due, looked at once. */
     public int syncOnce() {
-        try (ChargeAdmission.Ticket ticket = admission.enter()) {
-            // Taken with a hold of one lease, so no other instance looks at it meanwhile; the real next look is set below.
-            List<IdempotencyStore.AcceptedCharge> due = store.takeDueAccepted(config.batchSize(), idempotencyConfig.lease());
-            for (IdempotencyStore.AcceptedCharge charge : due) {
-                sync(charge);
+        try (Admission.Ticket ticket = admission.enter()) {
+            int looked = 0;
+            for (Operation op : Operation.values()) {
+                // Taken with a hold of one lease, so no other instance looks at it meanwhile; the real next look is set below.
+                List<IdempotencyStore.AcceptedRow> due = store.takeDueAccepted(op, config.batchSize(), idempotencyConfig.lease());
+                for (IdempotencyStore.AcceptedRow row : due) {
+                    sync(row);
+                }
+                looked += due.size();
             }
-            return due.size();
+            return looked;
         }
     }
 
-    private void sync(IdempotencyStore.AcceptedCharge charge) {
+    private void sync(IdempotencyStore.AcceptedRow row) {
         try {
-            boolean abandoned = charge.chargeStatus() == ChargeStatus.REQUIRES_ACTION
-                    && !charge.databaseNow().isBefore(charge.answeredAt().plus(stripeConfig.requiresActionExpiry()));
-            PaymentIntent pi = abandoned ? stripe.cancel(charge.paymentIntentId()) : stripe.retrievePaymentIntent(charge.paymentIntentId());
-            ChargeSettlement.Result result;
+            boolean abandoned = "requires_action".equals(row.state())
+                    && !row.databaseNow().isBefore(row.answeredAt().plus(stripeConfig.requiresActionExpiry()));
+            StripeSide.ObjectState now = driver.side(row.operation()).look(row.objectId(), abandoned);
+            Settlement.Result result;
             try (Connection tx = store.primary().getConnection()) {
                 tx.setAutoCommit(false);
                 try {
-                    result = settlement.apply(tx, pi);
-                    store.scheduleRecheck(tx, charge.id(), nextLook(charge.checks()));
+                    result = settlement.apply(tx, row.operation(), now.objectId(), now.identity(), now.outcome(), now.stripeStatus());
+                    store.scheduleRecheck(tx, row.operation(), row.id(), nextLook(row.checks()));
                     tx.commit();
                 } catch (SQLException | RuntimeException e) {
                     tx.rollback();
                     throw e;
                 }
             }
-            String action = abandoned && "canceled".equals(pi.getStatus()) ? "canceled"
-                    : result.effect() == ChargeSettlement.Effect.APPLIED ? "applied" : "unchanged";
+            String action = abandoned && "canceled".equals(now.stripeStatus()) ? "canceled"
+                    : result.effect() == Settlement.Effect.APPLIED ? "applied" : "unchanged";
             metrics.counter("chargeonce.sync.actions", "result", action).increment();
-            LOG.infof("sync: charge %s, PaymentIntent %s is %s (%s)", charge.id(), pi.getId(), pi.getStatus(), result.detail());
+            LOG.infof("sync: %s, %s is %s (%s)", row.id(), now.objectId(), now.stripeStatus(), result.detail());
         } catch (StripeGateway.LookupFailedException | SQLException | DatabaseUnavailableException e) {
             // The hold expires and the next pass looks again.
             metrics.counter("chargeonce.sync.actions", "result", "error").increment();
-            LOG.warnf("sync: charge %s could not be looked at (%s)", charge.id(), e.getMessage());
+            LOG.warnf("sync: %s could not be looked at (%s)", row.id(), e.getMessage());
         }
     }
 

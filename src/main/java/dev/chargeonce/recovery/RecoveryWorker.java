@@ -1,11 +1,12 @@
 package dev.chargeonce.recovery;
 
-import dev.chargeonce.charge.ChargeAdmission;
-import dev.chargeonce.charge.ChargeAnswer;
-import dev.chargeonce.charge.ChargeDriver;
+import dev.chargeonce.operation.Admission;
 import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.operation.KeyAnswer;
+import dev.chargeonce.operation.OperationDriver;
 import dev.chargeonce.stripe.StripeConfig;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.scheduler.Scheduled;
@@ -27,13 +28,13 @@ public class RecoveryWorker {
     private static final Logger LOG = Logger.getLogger(RecoveryWorker.class);
 
     private final IdempotencyStore store;
-    private final ChargeDriver driver;
-    private final ChargeAdmission admission;
+    private final OperationDriver driver;
+    private final Admission admission;
     private final RecoveryConfig config;
     private final StripeConfig stripeConfig;
     private final MeterRegistry metrics;
 
-    RecoveryWorker(IdempotencyStore store, ChargeDriver driver, ChargeAdmission admission, RecoveryConfig config,
+    RecoveryWorker(IdempotencyStore store, OperationDriver driver, Admission admission, RecoveryConfig config,
                    StripeConfig stripeConfig, MeterRegistry metrics) {
         this.store = store;
         this.driver = driver;
@@ -58,8 +59,11 @@ public class RecoveryWorker {
 
     /** One pass: take over up to a batch of expired rows and drive each to a final state (or leave it unknown). */
     public int recoverOnce() {
-        try (ChargeAdmission.Ticket ticket = admission.enter()) {
-            List<ClaimedIntent> due = store.takeOverExpired(config.batchSize(), stripeConfig.keyHorizon());
+        try (Admission.Ticket ticket = admission.enter()) {
+            List<ClaimedIntent> due = new java.util.ArrayList<>();
+            for (Operation op : Operation.values()) {
+                due.addAll(store.takeOverExpired(op, config.batchSize(), stripeConfig.keyHorizon()));
+            }
             if (due.isEmpty()) {
                 return 0;
             }
@@ -75,13 +79,13 @@ public class RecoveryWorker {
 
     private void drive(ClaimedIntent intent) {
         try {
-            ChargeAnswer answer = driver.drive(intent);
+            KeyAnswer answer = driver.drive(intent);
             String result = answer.retryAfter() == null ? "finished" : "still_unknown";
             metrics.counter("chargeonce.recovery.actions", "result", result).increment();
-            LOG.infof("recovery: charge %s -> %d (%s)", intent.id(), answer.status(), result);
+            LOG.infof("recovery: %s -> %d (%s)", intent.id(), answer.status(), result);
         } catch (RuntimeException e) {
             metrics.counter("chargeonce.recovery.actions", "result", "error").increment();
-            LOG.errorf(e, "recovery: charge %s could not be driven; its lease will expire again", intent.id());
+            LOG.errorf(e, "recovery: %s could not be driven; its lease will expire again", intent.id());
         }
     }
 }

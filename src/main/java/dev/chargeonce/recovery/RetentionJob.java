@@ -3,6 +3,7 @@ package dev.chargeonce.recovery;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Operation;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.StartupEvent;
@@ -51,11 +52,14 @@ public class RetentionJob {
     void pass() {
         try {
             int total = 0;
-            for (int i = 0; i < MAX_BATCHES_PER_PASS; i++) {
-                int n = store.deleteFinishedBefore(config.retention(), config.retentionBatchSize());
-                total += n;
-                if (n < config.retentionBatchSize()) {
-                    break;
+            // Refunds first: a charge is kept while it has refunds, so that a refund's key never outlives its charge.
+            for (Operation op : new Operation[] {Operation.REFUND, Operation.CHARGE}) {
+                for (int i = 0; i < MAX_BATCHES_PER_PASS; i++) {
+                    int n = store.deleteFinishedBefore(op, config.retention(), config.retentionBatchSize());
+                    total += n;
+                    if (n < config.retentionBatchSize()) {
+                        break;
+                    }
                 }
             }
             if (total > 0) {

@@ -3,7 +3,10 @@ package dev.chargeonce.webhook;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.stripe.model.PaymentIntent;
-import dev.chargeonce.charge.ChargeSettlement;
+import dev.chargeonce.charge.ChargeStripeSide;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.operation.Settlement;
+import dev.chargeonce.operation.StripeSide;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.stripe.StripeGateway;
 import dev.chargeonce.web.ApiException;
@@ -59,10 +62,10 @@ public class StripeEventInbox {
             """;
 
     private final AgroalDataSource primary;
-    private final ChargeSettlement settlement;
+    private final Settlement settlement;
     private final Map<Received, Counter> received = new EnumMap<>(Received.class);
 
-    StripeEventInbox(@Default AgroalDataSource primary, ChargeSettlement settlement, MeterRegistry metrics) {
+    StripeEventInbox(@Default AgroalDataSource primary, Settlement settlement, MeterRegistry metrics) {
         this.primary = primary;
         this.settlement = settlement;
         for (Received r : Received.values()) {
@@ -102,22 +105,23 @@ public class StripeEventInbox {
                 return Received.DUPLICATE;
             }
         }
-        ChargeSettlement.Result result;
+        Settlement.Result result;
         Optional<PaymentIntent> pi = event.type().startsWith("payment_intent.")
                 ? StripeGateway.paymentIntentOfEvent(payload) : Optional.empty();
         if (pi.isPresent()) {
-            result = settlement.apply(tx, pi.get());
+            StripeSide.ObjectState state = ChargeStripeSide.state(pi.get());
+            result = settlement.apply(tx, Operation.CHARGE, state.objectId(), state.identity(), state.outcome(), state.stripeStatus());
         } else {
-            result = new ChargeSettlement.Result(ChargeSettlement.Effect.IGNORED, null, "not an event this service acts on");
+            result = new Settlement.Result(Settlement.Effect.IGNORED, null, "not an event this service acts on");
         }
         try (PreparedStatement ps = tx.prepareStatement(RECORD_OUTCOME)) {
             ps.setString(1, result.effect().name().toLowerCase());
-            ps.setString(2, result.chargeId());
+            ps.setString(2, result.rowId());
             ps.setString(3, result.detail());
             ps.setString(4, event.id());
             ps.executeUpdate();
         }
-        if (result.effect() == ChargeSettlement.Effect.UNKNOWN) {
+        if (result.effect() == Settlement.Effect.UNKNOWN) {
             LOG.warnf("event %s (%s): %s; recorded for reconciliation", event.id(), event.type(), result.detail());
         } else {
             LOG.debugf("event %s (%s): %s %s", event.id(), event.type(), result.effect(), result.detail());

@@ -317,8 +317,8 @@ class KubernetesManifestsTest {
         @Test
         void alertOnAMetricNobodyEmits() {
             assertNoticed(ManifestChecks::monitoring, "PrometheusRule",
-                    r -> ((ObjectNode) r.at("/spec/groups/0/rules/0")).put("expr", "sum(increase(chargeonce_refunds_total[1h])) > 0"),
-                    "uses chargeonce_refunds_total");
+                    r -> ((ObjectNode) r.at("/spec/groups/0/rules/0")).put("expr", "sum(increase(chargeonce_payouts_total[1h])) > 0"),
+                    "uses chargeonce_payouts_total");
         }
 
         @Test

@@ -97,7 +97,7 @@ class TakeoverFencingTest {
                         List<ClaimedIntent> mine = new ArrayList<>();
                         List<ClaimedIntent> batch;
                         do {
-                            batch = scanner.takeOverExpired(7, HORIZON);
+                            batch = scanner.takeOverExpired(Operation.CHARGE, 7, HORIZON);
                             mine.addAll(batch);
                         } while (!batch.isEmpty());
                         return mine;
@@ -122,7 +122,7 @@ class TakeoverFencingTest {
             assertEquals(rows, total, "every expired row was taken over exactly once");
             assertEquals(decoysBefore, rowStates(database.dataSource, "live-lease", "parked", "finished"),
                     "a live lease, a parked row and a finished row are left as they were");
-            assertTrue(scanner.takeOverExpired(100, HORIZON).isEmpty(), "nothing left to take over");
+            assertTrue(scanner.takeOverExpired(Operation.CHARGE, 100, HORIZON).isEmpty(), "nothing left to take over");
         }
     }
 
@@ -144,10 +144,10 @@ class TakeoverFencingTest {
         assertTrue(store.nextStripeAttempt(original, HORIZON).isEmpty(), "nor can it move the Stripe attempt");
         assertTrue(store.finish(successor, IntentStatus.COMPLETED, new StoredAnswer(201, "{\"winner\":true}"), "pi_w"));
         assertFalse(store.finish(successor, IntentStatus.FAILED, new StoredAnswer(402, "{}"), null), "final is final");
-        assertEquals("{\"winner\":true}", store.answerOf(original.id()).orElseThrow().body());
+        assertEquals("{\"winner\":true}", store.answerOf(Operation.CHARGE, original.id()).orElseThrow().body());
         Claim replay = store.claim(intent, HORIZON);
         assertEquals(new StoredAnswer(201, "{\"winner\":true}"), assertInstanceOf(Claim.Replay.class, replay).answer());
-        assertInstanceOf(Claim.Mismatch.class, store.claim(new NewIntent("chg_other", client, key, new Fingerprint("other"),
+        assertInstanceOf(Claim.Mismatch.class, store.claim(new NewIntent(Operation.CHARGE, "chg_other", client, key, new Fingerprint("other"),
                 "{}", 1, "usd", "identity-other"), HORIZON));
     }
 
@@ -193,7 +193,7 @@ class TakeoverFencingTest {
     }
 
     private static NewIntent newIntent(String client, String key) {
-        return new NewIntent("chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24), client,
+        return new NewIntent(Operation.CHARGE, "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24), client,
                 new IdempotencyKey(key), new Fingerprint("fp"), REQUEST, 1, "usd", "identity-" + client + "-" + key);
     }
 

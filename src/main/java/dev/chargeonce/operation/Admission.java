@@ -1,4 +1,4 @@
-package dev.chargeonce.charge;
+package dev.chargeonce.operation;
 
 import dev.chargeonce.web.ApiException;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -9,11 +9,11 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * Graceful shutdown of the charge path: once closed, no new claim is made (503, retry elsewhere), and
- * {@link #awaitInFlight} lets the charges already past their claim finish their Stripe call and their row.
+ * Graceful shutdown of every operation's path (charges, refunds, workers): once closed, no new claim is made (503,
+ * retry elsewhere), and the operations already past their claim finish their Stripe call and their row.
  */
 @ApplicationScoped
-public class ChargeAdmission {
+public class Admission {
 
     private final AtomicBoolean open = new AtomicBoolean(true);
     private final Phaser inFlight = new Phaser(1);

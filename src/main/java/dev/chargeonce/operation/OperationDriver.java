@@ -1,27 +1,33 @@
-package dev.chargeonce.charge;
+package dev.chargeonce.operation;
 
+import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.ClaimedIntent;
+import dev.chargeonce.idempotency.IdempotencyKey;
+import dev.chargeonce.web.ApiException;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.LeaseRelease;
-import dev.chargeonce.stripe.PaymentOrder;
+import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.stripe.StripeCall;
 import dev.chargeonce.stripe.StripeConfig;
 import dev.chargeonce.stripe.StripeGateway;
-import dev.chargeonce.stripe.StripeKeys;
 import dev.chargeonce.stripe.StripeOutcome;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.inject.Instance;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import org.jboss.logging.Logger;
 
 /**
- * Drives a claimed row to a final state: one Stripe call (or a lookup when a call could not be trusted), then
- * one fenced {@code UPDATE}. Used by the request that claimed the key, by a retry that took it over and by the
- * recovery worker, so that all three follow the same rules.
+ * Drives a claimed row of any operation (a charge, a refund: its {@link StripeSide}) to a final state: one Stripe
+ * call (or a lookup when a call could not be trusted), then one fenced {@code UPDATE}. Used by the request that
+ * claimed the key, by a retry that took it over and by the recovery worker, so that all follow the same rules,
+ * and a fix here protects every operation.
  *
  * <p>The rules that keep it exactly-once:
  * <ul>
@@ -40,104 +46,152 @@ import org.jboss.logging.Logger;
  * </ul>
  */
 @ApplicationScoped
-public class ChargeDriver {
+public class OperationDriver {
 
-    private static final Logger LOG = Logger.getLogger(ChargeDriver.class);
+    private static final Logger LOG = Logger.getLogger(OperationDriver.class);
     private static final Duration RETRY_SOON = Duration.ofSeconds(1);
     private static final Duration MAX_RETRY_AFTER = Duration.ofMinutes(1);
     /** Row marker: Stripe knows a history of the key that the row cannot place; every driver searches for it first. */
     static final String HISTORY_UNKNOWN = "history_unknown";
 
     private final IdempotencyStore store;
-    private final StripeGateway stripe;
     private final StripeConfig stripeConfig;
     private final IdempotencyConfig idempotencyConfig;
-    private final ChargeMetrics metrics;
+    private final OperationMetrics metrics;
+    private final Map<Operation, StripeSide<?>> sides = new EnumMap<>(Operation.class);
 
-    ChargeDriver(IdempotencyStore store, StripeGateway stripe, StripeConfig stripeConfig, IdempotencyConfig idempotencyConfig,
-                 ChargeMetrics metrics) {
+    OperationDriver(IdempotencyStore store, Instance<StripeSide<?>> sides, StripeConfig stripeConfig,
+                    IdempotencyConfig idempotencyConfig, OperationMetrics metrics) {
         this.store = store;
-        this.stripe = stripe;
         this.stripeConfig = stripeConfig;
         this.idempotencyConfig = idempotencyConfig;
         this.metrics = metrics;
+        sides.forEach(side -> this.sides.put(side.operation(), side));
     }
 
     /** Drives a row taken over by the recovery worker: its request is read back from the row. */
-    public ChargeAnswer drive(ClaimedIntent intent) {
-        return drive(intent, ChargeRequest.fromCanonicalJson(intent.requestJson()));
+    public KeyAnswer drive(ClaimedIntent intent) {
+        return driveParsed(intent, side(intent.operation()));
+    }
+
+    private <R> KeyAnswer driveParsed(ClaimedIntent intent, StripeSide<R> side) {
+        return drive(intent, side, side.parse(intent.requestJson()));
+    }
+
+    @SuppressWarnings("unchecked")
+    public <R> StripeSide<R> side(Operation op) {
+        StripeSide<R> side = (StripeSide<R>) sides.get(op);
+        if (side == null) {
+            throw new IllegalStateException("no StripeSide for " + op);
+        }
+        return side;
+    }
+
+    /**
+     * Every answer a claim of (client, Idempotency-Key) can lead to, for any operation: drive the row it holds now,
+     * or answer what the key holds. The one {@code switch} over {@link Claim} of every endpoint.
+     */
+    public <R> KeyAnswer answer(Claim claim, StripeSide<R> side, R request) {
+        Operation op = side.operation();
+        return switch (claim) {
+            case Claim.Fresh fresh -> drive(fresh.intent(), side, request);
+            case Claim.TakenOver takenOver -> {
+                metrics.takeover(op);
+                yield drive(takenOver.intent(), side, request);
+            }
+            case Claim.Replay replay -> {
+                metrics.replay(op);
+                yield KeyAnswer.replay(replay.answer());
+            }
+            case Claim.InFlight inFlight -> {
+                metrics.conflict(op);
+                yield RetryLaterAnswers.inFlight(inFlight.retryAfter());
+            }
+            case Claim.Mismatch mismatch -> {
+                metrics.mismatch(op);
+                throw new ApiException(422, "idempotency_error", "idempotency_key_reused",
+                        "This Idempotency-Key was already used with a different request. Use a new key for a new "
+                                + (op == Operation.REFUND ? "refund." : "payment."), IdempotencyKey.HEADER, null);
+            }
+            case Claim.UnderReconciliation parked -> RetryLaterAnswers.underReconciliation(op);
+            case Claim.Unheld unheld -> {
+                // Circuit open and the key's earlier tries may have reached Stripe: say nothing about what was done.
+                metrics.circuitOpenRejection(op);
+                yield RetryLaterAnswers.stripeUnavailable(op, false, Duration.ofSeconds(2));
+            }
+        };
     }
 
     /** Drives a row claimed for {@code request} (its fingerprint matched the row's, so it is the row's request). */
-    ChargeAnswer drive(ClaimedIntent intent, ChargeRequest request) {
-        if (intent.paymentIntentId() != null) {
-            return followPending(intent, request);
+    public <R> KeyAnswer drive(ClaimedIntent intent, StripeSide<R> side, R request) {
+        if (intent.stripeObjectId() != null) {
+            return followPending(intent, side, request);
         }
         if (HISTORY_UNKNOWN.equals(intent.lastStripeError())) {
-            return searchUnknownHistory(intent, request, null);
+            return searchUnknownHistory(intent, side, request, null);
         }
         if (intent.keyBeyondHorizon()) {
-            return resolvePastHorizon(intent, request);
+            return resolvePastHorizon(intent, side, request);
         }
         if (intent.keyAnsweredServerError() && intent.keySettled(stripeConfig.requestMaxDuration())) {
             // Proven by time: no request with the key can still run at Stripe, so the list of its window is final.
             // (Only after a 5xx this row received first-hand: then the key's one execution was the row's own.)
-            return lookUpThenMoveOn(intent, request, intent.keyPaymentCreatedBy(stripeConfig.requestMaxDuration()), null);
+            return lookUpThenMoveOn(intent, side, request, intent.keyPaymentCreatedBy(stripeConfig.requestMaxDuration()), null);
         }
         // A first send, a re-send after an unknown outcome, or (after a 5xx) the probe that makes Stripe replay the
         // key's stored answer: all the same request with the same key.
-        return send(intent, request);
+        return send(intent, side, request);
     }
 
-    private ChargeAnswer send(ClaimedIntent intent, ChargeRequest request) {
-        StripeCall call = stripe.createAndConfirm(order(intent, request));
-        metrics.stripeOutcome(call.outcome());
+    private <R> KeyAnswer send(ClaimedIntent intent, StripeSide<R> side, R request) {
+        StripeCall call = side.send(intent, request, sendBefore(intent));
+        metrics.stripeOutcome(intent.operation(), call.outcome());
         return switch (call.outcome()) {
             case StripeOutcome.NotSent n -> {
-                LOG.infof("charge %s: Stripe not called (%s); lease released", intent.id(), n.reason());
+                LOG.infof("%s: Stripe not called (%s); lease released", intent.id(), n.reason());
                 yield release(intent, new LeaseRelease(null, call.sinceLastSend(), null, null),
-                        ChargeResponses.stripeUnavailable(intent.keyNeverSent() && call.sinceLastSend() == null, RETRY_SOON));
+                        RetryLaterAnswers.stripeUnavailable(intent.operation(), intent.keyNeverSent() && call.sinceLastSend() == null, RETRY_SOON));
             }
             case StripeOutcome.Unknown u -> {
-                LOG.warnf("charge %s: outcome unknown (%s); lease released for the next driver", intent.id(), u.reason());
+                LOG.warnf("%s: outcome unknown (%s); lease released for the next driver", intent.id(), u.reason());
                 yield u.serverError()
                         // The worker comes back once no request of the key can still be running; clients may probe sooner.
                         ? release(intent, new LeaseRelease(ClaimedIntent.SERVER_ERROR, call.sinceLastSend(),
-                                stripeConfig.requestMaxDuration(), null), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON))
+                                stripeConfig.requestMaxDuration(), null), RetryLaterAnswers.stripeOutcomeUnknown(intent.operation(), RETRY_SOON))
                         : release(intent, new LeaseRelease(null, call.sinceLastSend(), null, null),
-                                ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+                                RetryLaterAnswers.stripeOutcomeUnknown(intent.operation(), RETRY_SOON));
             }
             case StripeOutcome.KeyFinishedWithError k -> {
                 if (!intent.keyAnsweredServerError()) {
                     // Stripe's one execution of the key ended in 5xx, and this row never received that 5xx itself:
                     // the execution may be a try of its own that it never heard back from, or a request of a row
                     // the database lost (failover, restore), sent before this row existed.
-                    yield searchUnknownHistory(intent, request, call);
+                    yield searchUnknownHistory(intent, side, request, call);
                 }
                 // Proven by replay: the execution that ended in the 5xx this row received is over, and it started
                 // at one of the row's own sends. Its list now tells the truth.
                 Instant createdBy = earliest(databaseNow(intent), intent.keyPaymentCreatedBy(stripeConfig.requestMaxDuration()));
-                yield lookUpThenMoveOn(intent, request, createdBy, call);
+                yield lookUpThenMoveOn(intent, side, request, createdBy, call);
             }
             case StripeOutcome.KeyConflict c -> park(intent, "Stripe refused the key, first used with other parameters: "
                     + "this row's history was lost (failover, restore) and the retry's body differs. " + c.reason());
-            default -> settle(intent, request, call.outcome(), call.sinceLastSend());
+            default -> settle(intent, side, request, call.outcome(), call.sinceLastSend());
         };
     }
 
     /** What Stripe (or a lookup, or a retrieve) said about a PaymentIntent: the key's answer, or pending. */
-    private ChargeAnswer settle(ClaimedIntent intent, ChargeRequest request, StripeOutcome outcome, Duration sinceLastSend) {
-        ChargeRef charge = new ChargeRef(intent.id(), intent.createdAt());
-        Optional<IdempotencyStore.Final> answer = ChargeOutcomes.finalAnswer(charge, request, outcome, firstLook());
+    private <R> KeyAnswer settle(ClaimedIntent intent, StripeSide<R> side, R request, StripeOutcome outcome, Duration sinceLastSend) {
+        Optional<IdempotencyStore.Final> answer = side.finalAnswer(new RowRef(intent.id(), intent.createdAt()), request,
+                outcome, firstLook());
         if (answer.isPresent()) {
             return finish(intent, answer.get());
         }
         if (outcome instanceof StripeOutcome.Pending p) {
             Duration recheck = pendingRecheck(intent.pendingChecks());
-            LOG.infof("charge %s: PaymentIntent %s is %s; followed by id, next look in %s", intent.id(),
+            LOG.infof("%s: PaymentIntent %s is %s; followed by id, next look in %s", intent.id(),
                     p.paymentIntentId(), p.status(), recheck);
             return release(intent, new LeaseRelease(null, sinceLastSend, recheck, p.paymentIntentId()),
-                    ChargeResponses.paymentProcessing(p.paymentIntentId(), min(recheck, MAX_RETRY_AFTER)));
+                    RetryLaterAnswers.stripePending(intent.operation(), p.paymentIntentId(), min(recheck, MAX_RETRY_AFTER)));
         }
         throw new IllegalStateException("not a PaymentIntent's state: " + outcome);
     }
@@ -152,36 +206,36 @@ public class ChargeDriver {
      * key can still run at Stripe. Found: that is the outcome. Not found: the key created nothing, and only now
      * may the next key be used, in the same drive, under a renewed lease.
      */
-    private ChargeAnswer lookUpThenMoveOn(ClaimedIntent intent, ChargeRequest request, Instant createdBy, StripeCall probe) {
+    private <R> KeyAnswer lookUpThenMoveOn(ClaimedIntent intent, StripeSide<R> side, R request, Instant createdBy, StripeCall probe) {
         Duration sinceLastSend = probe == null ? null : probe.sinceLastSend();
         Optional<StripeOutcome> found;
         try {
-            found = stripe.findPaymentIntent(identity(intent), intent.id(), intent.stripeKeyFirstSent(), createdBy,
+            found = side.find(intent, request, intent.stripeKeyFirstSent(), createdBy,
                     stripeConfig.lookupMaxPages(), keepingLease(intent));
         } catch (StripeGateway.LookupAbandonedException e) {
             return answerOfRow(intent);
         } catch (StripeGateway.LookupTooLargeException e) {
             return park(intent, "the lookup of the key's PaymentIntents could not be completed: " + e.getMessage());
         } catch (StripeGateway.LookupFailedException e) {
-            LOG.warnf("charge %s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
-            return release(intent, new LeaseRelease(null, sinceLastSend, null, null), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+            LOG.warnf("%s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
+            return release(intent, new LeaseRelease(null, sinceLastSend, null, null), RetryLaterAnswers.stripeOutcomeUnknown(intent.operation(), RETRY_SOON));
         }
         if (found.isPresent()) {
-            metrics.lookupResolved();
-            return settle(intent, request, found.get(), sinceLastSend);
+            metrics.lookupResolved(intent.operation());
+            return settle(intent, side, request, found.get(), sinceLastSend);
         }
-        return moveOn(intent, request);
+        return moveOn(intent, side, request);
     }
 
     /** The current key created nothing and runs nowhere: the next key, in the same drive, under a renewed lease. */
-    private ChargeAnswer moveOn(ClaimedIntent intent, ChargeRequest request) {
+    private <R> KeyAnswer moveOn(ClaimedIntent intent, StripeSide<R> side, R request) {
         Optional<ClaimedIntent> next = store.nextStripeAttempt(intent, stripeConfig.keyHorizon());
         if (next.isEmpty()) {
             return answerOfRow(intent);
         }
-        LOG.infof("charge %s: Stripe attempt %d proven to have created nothing; sending attempt %d", intent.id(),
+        LOG.infof("%s: Stripe attempt %d proven to have created nothing; sending attempt %d", intent.id(),
                 intent.stripeAttempt(), next.get().stripeAttempt());
-        return send(next.get(), request);
+        return send(next.get(), side, request);
     }
 
     /**
@@ -193,12 +247,12 @@ public class ChargeDriver {
      * so the next attempt is safe: its key is the one any earlier row would have used next, and Stripe answers it
      * with that row's result if there was one. A search too large to finish parks the row.
      */
-    private ChargeAnswer searchUnknownHistory(ClaimedIntent intent, ChargeRequest request, StripeCall probe) {
+    private <R> KeyAnswer searchUnknownHistory(ClaimedIntent intent, StripeSide<R> side, R request, StripeCall probe) {
         Duration sinceLastSend = probe == null ? null : probe.sinceLastSend();
         Instant now = databaseNow(intent);
         Optional<StripeOutcome> found;
         try {
-            found = stripe.findPaymentIntent(identity(intent), intent.id(), now.minus(stripeConfig.lostHistoryLookback()), now,
+            found = side.find(intent, request, now.minus(stripeConfig.lostHistoryLookback()), now,
                     stripeConfig.lostHistoryMaxPages(), keepingLease(intent));
         } catch (StripeGateway.LookupAbandonedException e) {
             return answerOfRow(intent);
@@ -206,33 +260,33 @@ public class ChargeDriver {
             return park(intent, "Stripe replayed a 5xx this row never received for its key, and the search for the key's"
                     + " PaymentIntents over chargeonce.stripe.lost-history-lookback is too large: " + e.getMessage());
         } catch (StripeGateway.LookupFailedException e) {
-            LOG.warnf("charge %s: Stripe replayed a 5xx this row never received; the search failed (%s)",
+            LOG.warnf("%s: Stripe replayed a 5xx this row never received; the search failed (%s)",
                     intent.id(), e.getMessage());
             // Remember it: the next driver must search again, not treat the key's history as its own. Not before a
             // minute: the search is a long one.
             return release(intent, new LeaseRelease(HISTORY_UNKNOWN, sinceLastSend, Duration.ofMinutes(1), null),
-                    ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+                    RetryLaterAnswers.stripeOutcomeUnknown(intent.operation(), RETRY_SOON));
         }
         if (found.isPresent()) {
-            metrics.lookupResolved();
-            LOG.warnf("charge %s: found the key's PaymentIntent in a history the row did not know", intent.id());
-            return settle(intent, request, found.get(), sinceLastSend);
+            metrics.lookupResolved(intent.operation());
+            LOG.warnf("%s: found the key's PaymentIntent in a history the row did not know", intent.id());
+            return settle(intent, side, request, found.get(), sinceLastSend);
         }
-        return moveOn(intent, request);
+        return moveOn(intent, side, request);
     }
 
     /**
      * Stripe may have forgotten a key older than the horizon: a create now could charge a second time. Never send
      * one; look the payment up once no request of the key can still run, and park the row if it is not there.
      */
-    private ChargeAnswer resolvePastHorizon(ClaimedIntent intent, ChargeRequest request) {
+    private <R> KeyAnswer resolvePastHorizon(ClaimedIntent intent, StripeSide<R> side, R request) {
         Duration maxDuration = stripeConfig.requestMaxDuration();
         if (!intent.keySettled(maxDuration)) {
-            return release(intent, new LeaseRelease(null, null, maxDuration, null), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+            return release(intent, new LeaseRelease(null, null, maxDuration, null), RetryLaterAnswers.stripeOutcomeUnknown(intent.operation(), RETRY_SOON));
         }
         Optional<StripeOutcome> found;
         try {
-            found = stripe.findPaymentIntent(identity(intent), intent.id(), intent.stripeKeyFirstSent(),
+            found = side.find(intent, request, intent.stripeKeyFirstSent(),
                     intent.keyPaymentCreatedBy(maxDuration), stripeConfig.lookupMaxPages(), keepingLease(intent));
         } catch (StripeGateway.LookupAbandonedException e) {
             return answerOfRow(intent);
@@ -240,47 +294,47 @@ public class ChargeDriver {
             return park(intent, "the Stripe key is older than chargeonce.stripe.key-horizon and its lookup could not be"
                     + " completed: " + e.getMessage());
         } catch (StripeGateway.LookupFailedException e) {
-            LOG.warnf("charge %s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
-            return release(intent, LeaseRelease.unchanged(), ChargeResponses.stripeOutcomeUnknown(RETRY_SOON));
+            LOG.warnf("%s: lookup failed (%s); left for the next driver", intent.id(), e.getMessage());
+            return release(intent, LeaseRelease.unchanged(), RetryLaterAnswers.stripeOutcomeUnknown(intent.operation(), RETRY_SOON));
         }
         if (found.isPresent()) {
-            metrics.lookupResolved();
-            return settle(intent, request, found.get(), null);
+            metrics.lookupResolved(intent.operation());
+            return settle(intent, side, request, found.get(), null);
         }
         return park(intent, "the Stripe key is older than chargeonce.stripe.key-horizon and no PaymentIntent of it was found");
     }
 
     /** A PaymentIntent Stripe named but had not finished: retrieved by id, never re-created. */
-    private ChargeAnswer followPending(ClaimedIntent intent, ChargeRequest request) {
+    private <R> KeyAnswer followPending(ClaimedIntent intent, StripeSide<R> side, R request) {
         StripeOutcome now;
         try {
-            now = stripe.retrieve(intent.paymentIntentId());
+            now = side.look(intent.stripeObjectId(), false).outcome();
         } catch (StripeGateway.LookupFailedException e) {
-            LOG.warnf("charge %s: could not retrieve %s (%s)", intent.id(), intent.paymentIntentId(), e.getMessage());
+            LOG.warnf("%s: could not retrieve %s (%s)", intent.id(), intent.stripeObjectId(), e.getMessage());
             Duration recheck = pendingRecheck(intent.pendingChecks());
             return release(intent, new LeaseRelease(null, null, recheck, null),
-                    ChargeResponses.paymentProcessing(intent.paymentIntentId(), min(recheck, MAX_RETRY_AFTER)));
+                    RetryLaterAnswers.stripePending(intent.operation(), intent.stripeObjectId(), min(recheck, MAX_RETRY_AFTER)));
         }
-        return settle(intent, request, now, null);
+        return settle(intent, side, request, now, null);
     }
 
-    private ChargeAnswer park(ClaimedIntent intent, String reason) {
-        LOG.errorf("charge %s: parked for reconciliation: %s", intent.id(), reason);
+    private KeyAnswer park(ClaimedIntent intent, String reason) {
+        LOG.errorf("%s: parked for reconciliation: %s", intent.id(), reason);
         if (!store.markForReconciliation(intent, reason)) {
             return answerOfRow(intent);
         }
-        metrics.parkedForReconciliation();
-        return ChargeResponses.underReconciliation();
+        metrics.parkedForReconciliation(intent.operation());
+        return RetryLaterAnswers.underReconciliation(intent.operation());
     }
 
-    private ChargeAnswer finish(ClaimedIntent intent, IdempotencyStore.Final answer) {
+    private KeyAnswer finish(ClaimedIntent intent, IdempotencyStore.Final answer) {
         DatabaseUnavailableException last = null;
         // Stripe has answered: the answer must be recorded. A short blip of the database is bridged here; a longer
         // one leaves the row processing, and the next driver re-sends the same Stripe key and gets the same answer.
         for (int attempt = 0; attempt < 3; attempt++) {
             try {
                 if (store.finish(intent, answer)) {
-                    return ChargeAnswer.first(answer.answer());
+                    return KeyAnswer.first(answer.answer());
                 }
                 return answerOfRow(intent);
             } catch (DatabaseUnavailableException e) {
@@ -288,18 +342,18 @@ public class ChargeDriver {
                 sleep(250L << attempt);
             }
         }
-        LOG.warnf("charge %s: Stripe answered but the row could not be finished (%s)", intent.id(), last.getMessage());
-        return ChargeResponses.databaseUnavailable(Duration.ofSeconds(2));
+        LOG.warnf("%s: Stripe answered but the row could not be finished (%s)", intent.id(), last.getMessage());
+        return RetryLaterAnswers.databaseUnavailable(intent.operation(), Duration.ofSeconds(2));
     }
 
     /** The lease was lost: answer exactly what the row holds, never our own view. */
-    private ChargeAnswer answerOfRow(ClaimedIntent intent) {
-        metrics.fencedOut();
-        IdempotencyStore.RowState state = store.stateOf(intent.id());
+    private KeyAnswer answerOfRow(ClaimedIntent intent) {
+        metrics.fencedOut(intent.operation());
+        IdempotencyStore.RowState state = store.stateOf(intent.operation(), intent.id());
         if (state.parked()) {
-            return ChargeResponses.underReconciliation();
+            return RetryLaterAnswers.underReconciliation(intent.operation());
         }
-        return state.answer().map(ChargeAnswer::replay).orElseGet(() -> ChargeResponses.inFlight(RETRY_SOON));
+        return state.answer().map(KeyAnswer::replay).orElseGet(() -> RetryLaterAnswers.inFlight(RETRY_SOON));
     }
 
     /**
@@ -326,14 +380,14 @@ public class ChargeDriver {
         };
     }
 
-    private ChargeAnswer release(ClaimedIntent intent, LeaseRelease release, ChargeAnswer answer) {
+    private KeyAnswer release(ClaimedIntent intent, LeaseRelease release, KeyAnswer answer) {
         try {
             if (!store.release(intent, release)) {
                 return answerOfRow(intent);
             }
         } catch (DatabaseUnavailableException e) {
             // The lease will expire by itself, and the next holder assumes this one sent until then: nothing is lost.
-            LOG.warnf("charge %s: could not release the lease (%s)", intent.id(), e.getMessage());
+            LOG.warnf("%s: could not release the lease (%s)", intent.id(), e.getMessage());
         }
         return answer;
     }
@@ -343,18 +397,11 @@ public class ChargeDriver {
         return schedule.get(Math.min(checksSoFar, schedule.size() - 1));
     }
 
-    private PaymentOrder order(ClaimedIntent intent, ChargeRequest request) {
+    /** No try starts in the last stretch of the lease: the next holder may take over when it ends. */
+    private long sendBefore(ClaimedIntent intent) {
         Duration lease = idempotencyConfig.lease();
-        // No try starts in the last stretch of the lease: the next holder may take over when it ends.
         long margin = Math.min(Duration.ofSeconds(2).toNanos(), lease.toNanos() / 10);
-        return new PaymentOrder(identity(intent), intent.clientId(), intent.stripeAttempt(),
-                StripeKeys.derive(intent.clientId(), intent.key(), intent.stripeAttempt()), request.amount(),
-                request.currency(), request.paymentMethod(), request.customer(), request.description(), request.metadata(),
-                intent.leaseEndsNanos(lease) - margin);
-    }
-
-    private static String identity(ClaimedIntent intent) {
-        return StripeKeys.identity(intent.clientId(), intent.key().value());
+        return intent.leaseEndsNanos(lease) - margin;
     }
 
     /** Now by the database's clock (the clock of every timestamp in the row), from when the lease was granted. */

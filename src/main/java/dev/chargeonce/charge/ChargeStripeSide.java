@@ -1,0 +1,80 @@
+package dev.chargeonce.charge;
+
+import com.stripe.model.PaymentIntent;
+import dev.chargeonce.idempotency.ChargeStatus;
+import dev.chargeonce.idempotency.ClaimedIntent;
+import dev.chargeonce.idempotency.IdempotencyStore.Final;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.operation.RowRef;
+import dev.chargeonce.operation.StripeSide;
+import dev.chargeonce.stripe.PaymentOrder;
+import dev.chargeonce.stripe.StripeCall;
+import dev.chargeonce.stripe.StripeGateway;
+import dev.chargeonce.stripe.StripeKeys;
+import dev.chargeonce.stripe.StripeOutcome;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.function.BooleanSupplier;
+
+/** A charge at Stripe: a PaymentIntent, created and confirmed, found again by its identity, followed by id. */
+@ApplicationScoped
+public class ChargeStripeSide implements StripeSide<ChargeRequest> {
+
+    private final StripeGateway stripe;
+
+    ChargeStripeSide(StripeGateway stripe) {
+        this.stripe = stripe;
+    }
+
+    @Override
+    public Operation operation() {
+        return Operation.CHARGE;
+    }
+
+    @Override
+    public ChargeRequest parse(String requestJson) {
+        return ChargeRequest.fromCanonicalJson(requestJson);
+    }
+
+    @Override
+    public StripeCall send(ClaimedIntent intent, ChargeRequest request, long sendBefore) {
+        return stripe.createAndConfirm(new PaymentOrder(identity(intent), intent.clientId(), intent.stripeAttempt(),
+                StripeKeys.derive(intent.clientId(), intent.key(), intent.stripeAttempt()), request.amount(),
+                request.currency(), request.paymentMethod(), request.customer(), request.description(), request.metadata(),
+                sendBefore));
+    }
+
+    @Override
+    public Optional<StripeOutcome> find(ClaimedIntent intent, ChargeRequest request, Instant from, Instant until, int maxPages,
+                                        BooleanSupplier stillHolding) {
+        return stripe.findPaymentIntent(identity(intent), intent.id(), from, until, maxPages, stillHolding);
+    }
+
+    @Override
+    public ObjectState look(String objectId, boolean giveUp) {
+        PaymentIntent pi = giveUp ? stripe.cancel(objectId) : stripe.retrievePaymentIntent(objectId);
+        return state(pi);
+    }
+
+    /** A PaymentIntent, as the service reads it (also from an event). */
+    public static ObjectState state(PaymentIntent pi) {
+        return new ObjectState(pi.getId(), pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.KEY),
+                StripeGateway.classify(pi), pi.getStatus());
+    }
+
+    @Override
+    public Optional<Final> finalAnswer(RowRef row, ChargeRequest request, StripeOutcome outcome, Duration firstLook) {
+        return ChargeOutcomes.finalAnswer(row, request, outcome, firstLook);
+    }
+
+    @Override
+    public Optional<String> state(StripeOutcome outcome) {
+        return ChargeOutcomes.chargeStatus(outcome).map(ChargeStatus::column);
+    }
+
+    private static String identity(ClaimedIntent intent) {
+        return StripeKeys.identity(intent.clientId(), intent.key().value());
+    }
+}

@@ -1,0 +1,75 @@
+package dev.chargeonce.idempotency;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * What a key claims a side effect at Stripe for: a charge or a refund. Both run the same protocol (claim → lease →
+ * Stripe call → fenced finish → replay; takeover, lookup after a 5xx, key horizon, recovery, retention), on a table
+ * each, through the same statements of {@link IdempotencyStore}; they differ only in the names below and in what
+ * follows the answer: the Stripe object's state (a charge's PaymentIntent, a refund), which only moves forward.
+ */
+public enum Operation {
+
+    CHARGE("stripe_intents", "payment_intent_id", "charge_status",
+            ranks("requires_action", 1, "processing", 2, "failed", 3, "succeeded", 4, "canceled", 4),
+            Set.of("succeeded", "canceled")),
+
+    /** A refund can still fail after it succeeded (Stripe: a closed account); failed and canceled are final. */
+    REFUND("stripe_refunds", "stripe_refund_id", "refund_status",
+            ranks("pending", 1, "requires_action", 1, "succeeded", 2, "failed", 3, "canceled", 3),
+            Set.of("failed", "canceled"));
+
+    private final String table;
+    private final String objectIdColumn;
+    private final String stateColumn;
+    private final Map<String, Integer> ranks;
+    private final Set<String> finalStates;
+
+    Operation(String table, String objectIdColumn, String stateColumn, Map<String, Integer> ranks, Set<String> finalStates) {
+        this.table = table;
+        this.objectIdColumn = objectIdColumn;
+        this.stateColumn = stateColumn;
+        this.ranks = ranks;
+        this.finalStates = finalStates;
+    }
+
+    /** The table of its rows. */
+    public String table() {
+        return table;
+    }
+
+    /** The column of the Stripe object it made ({@code pi_…}, {@code re_…}). */
+    public String objectIdColumn() {
+        return objectIdColumn;
+    }
+
+    /** The column of that object's state at Stripe, after the key's answer. */
+    public String stateColumn() {
+        return stateColumn;
+    }
+
+    public boolean isFinalState(String state) {
+        return finalStates.contains(state);
+    }
+
+    /** The states' order in SQL: a state only moves to a higher rank, never out of a final one. */
+    String rankSql(String expression) {
+        return ranks.entrySet().stream().map(e -> "WHEN '" + e.getKey() + "' THEN " + e.getValue())
+                .collect(Collectors.joining(" ", "CASE " + expression + " ", " ELSE 0 END"));
+    }
+
+    String finalStatesSql() {
+        return finalStates.stream().sorted().map(s -> "'" + s + "'").collect(Collectors.joining(", ", "(", ")"));
+    }
+
+    private static Map<String, Integer> ranks(Object... pairs) {
+        Map<String, Integer> ranks = new LinkedHashMap<>();
+        for (int i = 0; i < pairs.length; i += 2) {
+            ranks.put((String) pairs[i], (Integer) pairs[i + 1]);
+        }
+        return ranks;
+    }
+}

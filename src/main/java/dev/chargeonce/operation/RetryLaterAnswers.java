@@ -1,0 +1,80 @@
+package dev.chargeonce.operation;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.web.ErrorBody;
+import java.time.Duration;
+
+/**
+ * The answers that are not final and never stored (503, 409 + {@code Retry-After}), the same for every operation
+ * but for the promise they make: a charge is never charged twice, a refund never paid out twice.
+ */
+public final class RetryLaterAnswers {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private RetryLaterAnswers() {
+    }
+
+    private static String promise(Operation op) {
+        return op == Operation.REFUND ? "the refund will not be made twice" : "you will not be charged twice";
+    }
+
+    public static KeyAnswer stripeOutcomeUnknown(Operation op, Duration retryAfter) {
+        return KeyAnswer.retryLater(503, write(ErrorBody.of("api_error", "stripe_outcome_unknown",
+                "Stripe did not confirm the outcome yet. Retry with the same Idempotency-Key: " + promise(op) + ".",
+                null)), retryAfter);
+    }
+
+    /**
+     * Stripe was not called this time. "Nothing was charged" only when no request of this key can ever have reached
+     * Stripe: otherwise an earlier try may still complete there, and the retry finds out.
+     */
+    public static KeyAnswer stripeUnavailable(Operation op, boolean nothingEverSent, Duration retryAfter) {
+        String nothing = op == Operation.REFUND ? "nothing was refunded" : "nothing was charged";
+        return KeyAnswer.retryLater(503, write(ErrorBody.of("api_error", "stripe_unavailable", nothingEverSent
+                ? "Stripe is not taking requests right now and " + nothing + ". Retry with the same Idempotency-Key."
+                : "Stripe is not taking requests right now. An earlier try of this request may still complete at Stripe: "
+                        + "retry with the same Idempotency-Key to learn its outcome; " + promise(op) + ".",
+                null)), retryAfter);
+    }
+
+    /** Stripe named its object but has not finished it: it is followed by id until it has. */
+    public static KeyAnswer stripePending(Operation op, String objectId, Duration retryAfter) {
+        return KeyAnswer.retryLater(503, write(ErrorBody.of("api_error",
+                op == Operation.REFUND ? "refund_processing" : "payment_processing",
+                "Stripe is still processing this " + (op == Operation.REFUND ? "refund" : "payment") + " (" + objectId
+                        + "); its outcome is not final yet. Retry with the same Idempotency-Key: " + promise(op) + ".", null)),
+                retryAfter);
+    }
+
+    public static KeyAnswer databaseUnavailable(Operation op, Duration retryAfter) {
+        return KeyAnswer.retryLater(503, write(ErrorBody.of("api_error", "database_unavailable",
+                "The outcome could not be recorded yet. Retry with the same Idempotency-Key: " + promise(op) + ".",
+                null)), retryAfter);
+    }
+
+    public static KeyAnswer inFlight(Duration retryAfter) {
+        return KeyAnswer.retryLater(409, write(ErrorBody.of("idempotency_error", "idempotency_key_in_use",
+                "Another request with this Idempotency-Key is being processed. Retry after the Retry-After delay.",
+                "Idempotency-Key")), retryAfter);
+    }
+
+    public static KeyAnswer underReconciliation(Operation op) {
+        return KeyAnswer.retryLater(503, write(ErrorBody.of("api_error",
+                op == Operation.REFUND ? "refund_under_reconciliation" : "charge_under_reconciliation",
+                op == Operation.REFUND
+                        ? "The outcome of this refund is being reconciled with Stripe; it will not be made again."
+                        : "The outcome of this charge is being reconciled with Stripe; it will not be charged again.", null)),
+                Duration.ofMinutes(10));
+    }
+
+    static String write(Object value) {
+        try {
+            return JSON.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

@@ -1,0 +1,57 @@
+package dev.chargeonce.operation;
+
+import dev.chargeonce.idempotency.ClaimedIntent;
+import dev.chargeonce.idempotency.IdempotencyStore.Final;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.stripe.StripeCall;
+import dev.chargeonce.stripe.StripeOutcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.function.BooleanSupplier;
+
+/**
+ * What one operation (a charge, a refund) does at Stripe and what its answers are: everything the shared
+ * {@link OperationDriver} and {@link Settlement} need to know about it, and nothing of the protocol itself.
+ *
+ * @param <R> the operation's request, as its row stores it
+ */
+public interface StripeSide<R> {
+
+    Operation operation();
+
+    /** The row's request, read back from its canonical JSON (recovery drives rows without their client). */
+    R parse(String requestJson);
+
+    /**
+     * Sends the create of the row's current Stripe attempt, with the key and metadata derived from (client, key,
+     * request) alone; no try starts after {@code sendBefore} ({@link System#nanoTime()}).
+     */
+    StripeCall send(ClaimedIntent intent, R request, long sendBefore);
+
+    /**
+     * The Stripe object any attempt of this key made (matched by its identity), created in {@code [from, until]},
+     * listed to the end (consistent lists, never search).
+     */
+    Optional<StripeOutcome> find(ClaimedIntent intent, R request, Instant from, Instant until, int maxPages,
+                                 BooleanSupplier stillHolding);
+
+    /**
+     * The object as Stripe has it now, by id; with {@code giveUp}, canceled at Stripe first when it still waits for
+     * the customer (a 3-D Secure never completed), so that it can never be completed later unnoticed.
+     */
+    ObjectState look(String objectId, boolean giveUp);
+
+    /**
+     * A Stripe object as read: its identity ({@code chargeonce_key} metadata, null when none), what its state
+     * means, and its status as Stripe wrote it.
+     */
+    record ObjectState(String objectId, String identity, StripeOutcome outcome, String stripeStatus) {
+    }
+
+    /** The key's final answer for what Stripe said; empty when it is no answer yet. */
+    Optional<Final> finalAnswer(RowRef row, R request, StripeOutcome outcome, Duration firstLook);
+
+    /** The Stripe state an answered row moves to for what Stripe says now; empty when it says nothing new. */
+    Optional<String> state(StripeOutcome outcome);
+}
