@@ -35,6 +35,31 @@ public final class SandboxControl {
         return out;
     }
 
+    /** Refunds of one (client, refund Idempotency-Key) at Stripe, whichever row or attempt made them. */
+    public List<JsonNode> refundsFor(String clientId, String idempotencyKey) {
+        List<JsonNode> out = new ArrayList<>();
+        get("/_sandbox/refunds?key=" + dev.chargeonce.stripe.StripeKeys.refundIdentity(clientId, idempotencyKey))
+                .get("data").forEach(out::add);
+        return out;
+    }
+
+    /** Every refund at Stripe, as it is now, oldest first. */
+    public List<JsonNode> refunds() {
+        List<JsonNode> out = new ArrayList<>();
+        get("/_sandbox/refunds").get("data").forEach(out::add);
+        return out;
+    }
+
+    /** How many refund creates reached Stripe (refused and faulted ones included). */
+    public long refundCreateRequests() {
+        return get("/_sandbox/refunds/requests").get("create_requests").asLong();
+    }
+
+    /** A pending refund reaches its outcome ({@code succeeded}, {@code failed}), with its event. */
+    public JsonNode settleRefund(String stripeRefundId, String status) {
+        return post("/_sandbox/refunds/" + stripeRefundId + "/settle?status=" + status);
+    }
+
     /** Scripts the next create requests one by one, e.g. {@code plan("slow:3000", "edge")} (StripeSandbox#plan). */
     public void plan(String... steps) {
         faults("plan=" + String.join(",", steps));
@@ -70,6 +95,29 @@ public final class SandboxControl {
         try {
             HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/payment_intents/" + paymentIntentId))
                     .header("Authorization", "Bearer sk_test_sandbox").GET().build(), HttpResponse.BodyHandlers.ofString());
+            return JSON.readTree(r.body());
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * A refund made at Stripe without this service (from the Dashboard, say): the whole of what is left of the
+     * PaymentIntent, with no idempotency key and none of the service's metadata.
+     */
+    public JsonNode refundOutsideTheService(String paymentIntentId) {
+        try {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/refunds"))
+                    .header("Authorization", "Bearer sk_test_sandbox")
+                    .header("Content-Type", "application/x-www-form-urlencoded")
+                    .POST(HttpRequest.BodyPublishers.ofString("payment_intent=" + paymentIntentId)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() != 200) {
+                throw new AssertionError("the sandbox refused the outside refund: " + r.statusCode() + " " + r.body());
+            }
             return JSON.readTree(r.body());
         } catch (IOException e) {
             throw new IllegalStateException(e);
