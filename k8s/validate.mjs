@@ -155,6 +155,33 @@ function checkPromQl(where, doc) {
   }
 }
 
+/** Grafana dashboards (ConfigMaps labelled grafana_dashboard): valid JSON, every panel target's PromQL parses. */
+function checkDashboards(where, doc) {
+  if (doc.kind !== "ConfigMap" || doc.metadata?.labels?.grafana_dashboard === undefined) return;
+  for (const [file, text] of Object.entries(doc.data ?? {})) {
+    let dashboard;
+    try {
+      dashboard = JSON.parse(text);
+    } catch (e) {
+      fail(where, `dashboard ${file}: not JSON: ${e.message}`);
+      continue;
+    }
+    const panels = dashboard.panels ?? [];
+    if (panels.length === 0) fail(where, `dashboard ${file}: no panels`);
+    for (const panel of panels) {
+      const targets = panel.targets ?? [];
+      if (targets.length === 0) fail(where, `dashboard ${file}: panel "${panel.title}" has no query`);
+      for (const target of targets) {
+        const expr = String(target.expr ?? "");
+        const errorsAt = [];
+        promqlParser.parse(expr).iterate({ enter: (node) => { if (node.type.isError) errorsAt.push(node.from); } });
+        if (expr.trim() === "") fail(where, `dashboard ${file}: panel "${panel.title}": empty expr`);
+        else if (errorsAt.length > 0) fail(where, `dashboard ${file}: panel "${panel.title}": PromQL syntax error at offset ${errorsAt[0]}: ${expr}`);
+      }
+    }
+  }
+}
+
 // --- Files, kustomizations, rendering ---------------------------------------------------------------------------
 
 function yamlFiles(dir) {
@@ -184,6 +211,7 @@ async function checkDocument(where, doc, partial) {
   if (!partial) await validateSchema(where, doc);
   queueStrict(where, doc, partial);
   if (doc.kind === "PrometheusRule") checkPromQl(where, doc);
+  checkDashboards(where, doc);
 }
 
 function checkKustomization(where, dir, kustomization) {

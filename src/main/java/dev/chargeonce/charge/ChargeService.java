@@ -55,7 +55,7 @@ public class ChargeService {
                 canonical, request.amount(), request.currency(), StripeKeys.identity(clientId, key.value()));
         try (Admission.Ticket ticket = admission.enter()) {
             Claim claim;
-            if (stripe.acceptingCalls()) {
+            if (stripe.acceptingCalls(Operation.CHARGE)) {
                 claim = store.claim(intent, stripeConfig.keyHorizon());
             } else {
                 // Circuit open: answer what the key already holds, but take no lease for a call we will not make.

@@ -22,6 +22,11 @@ import java.util.function.BooleanSupplier;
 @ApplicationScoped
 public class ChargeStripeSide implements StripeSide<ChargeRequest> {
 
+    /** The PaymentIntent events a charge follows (any other {@code payment_intent.*} event is read the same way). */
+    private static final java.util.List<String> EVENTS = java.util.List.of("payment_intent.succeeded",
+            "payment_intent.payment_failed", "payment_intent.canceled", "payment_intent.processing",
+            "payment_intent.requires_action");
+
     private final StripeGateway stripe;
 
     ChargeStripeSide(StripeGateway stripe) {
@@ -62,6 +67,11 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
     public static ObjectState state(PaymentIntent pi) {
         return new ObjectState(pi.getId(), pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.KEY),
                 StripeGateway.classify(pi), pi.getStatus());
+    }
+
+    @Override
+    public java.util.List<String> eventTypes() {
+        return EVENTS;
     }
 
     @Override

@@ -18,6 +18,13 @@ public interface IdempotencyConfig {
     @WithDefault("7d")
     Duration retention();
 
+    /**
+     * How long after it finished a charge can still be refunded through this service (Stripe refunds a card
+     * payment for months): charges, and refunds with them, are kept for the longer of this and {@link #retention}.
+     */
+    @WithDefault("180d")
+    Duration refundWindow();
+
     /** Rows the retention job deletes per statement; small, so that no lock is held for long. */
     @WithDefault("500")
     int retentionBatchSize();

@@ -95,6 +95,8 @@ public class IdempotencyStore {
                FOR UPDATE
             """;
 
+    private static final String KEY_CLAIMED = "SELECT 1 FROM stripe_refunds WHERE client_id = ? AND idempotency_key = ?";
+
     private static final String RESERVE = """
             UPDATE stripe_intents SET amount_reserved = amount_reserved + ?, updated_at = clock_timestamp() WHERE id = ?
             """;
@@ -134,7 +136,7 @@ public class IdempotencyStore {
             WITH done AS (
                 UPDATE {t}
                    SET {s} = ?, {o} = coalesce({o}, ?),
-                       recheck_at = CASE WHEN ? IN {finals} THEN NULL ELSE recheck_at END,
+                       recheck_at = CASE WHEN ? IN {settled} THEN NULL ELSE recheck_at END,
                        updated_at = clock_timestamp()
                  WHERE id = ? AND status <> 'processing' {advance_guard}
                    AND coalesce({s}, '') NOT IN {finals}
@@ -175,6 +177,11 @@ public class IdempotencyStore {
             {release}
             SELECT count(*) FROM done
             """;
+
+    /** {@link #FINISH_FROM_STRIPE}, fenced by the generation an operator saw, and out of reconciliation. */
+    private static final String FINISH_BY_OPERATOR = FINISH_FROM_STRIPE
+            .replace("SET lease_gen = lease_gen + 1,", "SET lease_gen = lease_gen + 1, needs_reconciliation = false,")
+            .replace("WHERE id = ? AND status = 'processing'", "WHERE id = ? AND lease_gen = ? AND status = 'processing'");
 
     /** Accepted charges whose outcome has not arrived and whose next look is due: taken for one look each. */
     private static final String TAKE_DUE_ACCEPTED = """
@@ -248,6 +255,8 @@ public class IdempotencyStore {
             DELETE FROM {t} WHERE id IN (
                 SELECT id FROM {t} x
                  WHERE status <> 'processing' AND finished_at < clock_timestamp() - ? * interval '1 millisecond'
+                   -- a Stripe object still on its way is still followed (sync worker, events): its row stays
+                   AND NOT (status = 'accepted' AND coalesce({s}, '') NOT IN {settled})
                    {keep}
                  ORDER BY finished_at
                  LIMIT ?
@@ -262,7 +271,7 @@ public class IdempotencyStore {
 
     private static final String SCHEDULE_RECHECK = """
             UPDATE {t} SET recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond'
-             WHERE id = ? AND status = 'accepted' AND coalesce({s}, '') NOT IN {finals}
+             WHERE id = ? AND status = 'accepted' AND coalesce({s}, '') NOT IN {settled}
             """;
 
     /**
@@ -280,38 +289,51 @@ public class IdempotencyStore {
     private record Sql(String claim, String takeOver, String takeOverExpired, String finish, String advanceState,
                        String lockForObject, String finishFromStripe, String takeDueAccepted, String release,
                        String nextAttempt, String renewLease, String park, String peek, String countAttention,
-                       String deleteFinished, String answerOf, String scheduleRecheck) {
+                       String deleteFinished, String answerOf, String scheduleRecheck, String finishByOperator) {
 
         static Sql of(Operation op) {
             java.util.function.UnaryOperator<String> r = sql -> sql
                     .replace("{t}", op.table()).replace("{o}", op.objectIdColumn()).replace("{s}", op.stateColumn())
-                    .replace("{finals}", op.finalStatesSql())
+                    .replace("{finals}", op.finalStatesSql()).replace("{settled}", op.settledStatesSql())
                     .replace("{rank_now}", op.rankSql(op.stateColumn())).replace("{rank_next}", op.rankSql("?::text"))
-                    .replace("{returning}", op == Operation.REFUND ? "charge_id, amount, status, refund_status AS state" : "id")
-                    .replace("{release}", op == Operation.REFUND ? REFUND_RELEASE : "")
-                    // A refund answered "failed" gave its amount back already; nothing Stripe says later moves it.
-                    .replace("{advance_guard}", op == Operation.REFUND ? "AND status <> 'failed'" : "")
-                    .replace("{keep}", KEEP.getOrDefault(op, ""));
+                    .replace("{returning}", EXTRAS.get(op).returning()).replace("{release}", EXTRAS.get(op).release())
+                    .replace("{advance_guard}", EXTRAS.get(op).advanceGuard()).replace("{keep}", EXTRAS.get(op).keep());
             return new Sql(r.apply(op == Operation.CHARGE ? CLAIM : CLAIM_REFUND), r.apply(TAKE_OVER), r.apply(TAKE_OVER_EXPIRED),
                     r.apply(FINISH), r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE),
                     r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
                     r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS),
-                    r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK));
+                    r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK), r.apply(FINISH_BY_OPERATOR));
         }
     }
 
     /**
-     * What retention keeps besides young rows, per operation: a charge while it has refunds (they are deleted by
-     * their own age first; a refund's key must outlive the charge it names).
+     * What an operation adds to the shared statements, in one place.
+     *
+     * @param returning    what a statement that ends or moves a row returns, for {@code release}
+     * @param release      what follows a row that ends or moves (a refund that refunded nothing gives its amount back)
+     * @param advanceGuard which answered rows Stripe's later word may still move
+     * @param keep         what retention keeps besides young rows
      */
-    private static final java.util.Map<Operation, String> KEEP = java.util.Map.of(Operation.CHARGE,
-            "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id)");
+    private record OperationSql(String returning, String release, String advanceGuard, String keep) {
+    }
+
+    private static final java.util.Map<Operation, OperationSql> EXTRAS = java.util.Map.of(
+            // A charge is kept while it has refunds (they are deleted by their own age first): a refund names it.
+            Operation.CHARGE, new OperationSql("id", "", "",
+                    "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id)"),
+            // A refund answered "failed" gave its amount back already; nothing Stripe says later moves it.
+            Operation.REFUND, new OperationSql("charge_id, amount, status, refund_status AS state", REFUND_RELEASE,
+                    "AND status <> 'failed'", ""));
 
     private static final java.util.Map<Operation, Sql> SQL = new java.util.EnumMap<>(Operation.class);
 
     static {
         for (Operation op : Operation.values()) {
             SQL.put(op, Sql.of(op));
+        }
+        // Derived by replacement: a replacement that no longer matched would leave an operator's finish unfenced.
+        if (!FINISH_BY_OPERATOR.contains("lease_gen = ? AND status = 'processing'") || !FINISH_BY_OPERATOR.contains("needs_reconciliation = false")) {
+            throw new IllegalStateException("FINISH_BY_OPERATOR lost its fence: " + FINISH_BY_OPERATOR);
         }
     }
 
@@ -491,6 +513,19 @@ public class IdempotencyStore {
                 amount = rs.getLong("amount");
                 reserved = rs.getLong("amount_reserved");
                 currency = rs.getString("currency");
+            }
+        }
+        // The key may have been claimed while this request waited for the charge's lock (the same key sent twice at
+        // once: the other claim held the lock until it committed): the reservation read above then holds this key's
+        // own amount, and refusing it as too large would be a final answer for a refund that is being made. Look
+        // again under the lock, and answer the key as claimed.
+        try (PreparedStatement ps = tx.prepareStatement(KEY_CLAIMED)) {
+            ps.setString(1, refund.clientId());
+            ps.setString(2, refund.key().value());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    return Optional.empty();
+                }
             }
         }
         // Succeeded: its PaymentIntent did (rows answered before charge_status existed: by their answer).
@@ -915,6 +950,132 @@ public class IdempotencyStore {
         return new RefundRecord(rs.getString("id"), rs.getString("charge_id"), IntentStatus.fromColumn(rs.getString("status")),
                 rs.getString("refund_status"), rs.getString("stripe_refund_id"), rs.getString("request"),
                 rs.getTimestamp("created_at").toInstant());
+    }
+
+    // ---- reconciliation and operators: reads without a lease, and the operator's fenced actions ----------------
+
+    /** The columns of a {@link RowView}, for either table (a charge has no charge_id, a refund no reservation). */
+    private static String viewColumns(Operation op) {
+        return "id, client_id, status, " + op.stateColumn() + " AS state, " + op.objectIdColumn() + " AS object_id, stripe_identity, "
+                + "amount, currency, lease_gen, stripe_attempt, needs_reconciliation, reconciliation_reason, last_stripe_error, "
+                + "response_status, created_at, updated_at, finished_at, stripe_key_first_sent, stripe_key_last_sent, lease_until, "
+                + (op == Operation.REFUND ? "charge_id, 0::bigint AS amount_reserved" : "NULL::text AS charge_id, amount_reserved");
+    }
+
+    private static RowView view(Operation op, ResultSet rs) throws SQLException {
+        int responseStatus = rs.getInt("response_status");
+        Integer response = rs.wasNull() ? null : responseStatus;
+        return new RowView(op, rs.getString("id"), rs.getString("client_id"), IntentStatus.fromColumn(rs.getString("status")),
+                rs.getString("state"), rs.getString("object_id"), rs.getString("stripe_identity"), rs.getLong("amount"),
+                rs.getString("currency"), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"), rs.getBoolean("needs_reconciliation"),
+                rs.getString("reconciliation_reason"), rs.getString("last_stripe_error"), response, instant(rs, "created_at"),
+                instant(rs, "updated_at"), instant(rs, "finished_at"), instant(rs, "stripe_key_first_sent"),
+                instant(rs, "stripe_key_last_sent"), instant(rs, "lease_until"), rs.getString("charge_id"), rs.getLong("amount_reserved"));
+    }
+
+    private static Instant instant(ResultSet rs, String column) throws SQLException {
+        Timestamp t = rs.getTimestamp(column);
+        return t == null ? null : t.toInstant();
+    }
+
+    private List<RowView> views(Operation op, String where, Binder binder) {
+        List<RowView> found = new ArrayList<>();
+        run("SELECT " + viewColumns(op) + " FROM " + op.table() + " WHERE " + where, binder, rs -> {
+            while (rs.next()) {
+                found.add(view(op, rs));
+            }
+        });
+        return found;
+    }
+
+    /** One row, by id, as it is now. */
+    public Optional<RowView> view(Operation op, String id) {
+        return views(op, "id = ?", ps -> ps.setString(1, id)).stream().findFirst();
+    }
+
+    /**
+     * Rows an operator should look at: parked for reconciliation, or processing since longer than
+     * {@code overdueAfter} (however often re-driven), oldest first.
+     */
+    public List<RowView> attentionRows(Operation op, Duration overdueAfter, int limit) {
+        return views(op, "status = 'processing' AND (needs_reconciliation OR created_at < clock_timestamp() - ? * interval '1 millisecond') "
+                + "ORDER BY created_at LIMIT ?", ps -> {
+            ps.setLong(1, overdueAfter.toMillis());
+            ps.setInt(2, limit);
+        });
+    }
+
+    /** The rows that name one of these Stripe objects, or carry one of these identities (every attempt's). */
+    public List<RowView> viewsOf(Operation op, java.util.Collection<String> objectIds, java.util.Collection<String> identities) {
+        if (objectIds.isEmpty() && identities.isEmpty()) {
+            return List.of();
+        }
+        return views(op, op.objectIdColumn() + " = ANY (?) OR stripe_identity = ANY (?)", ps -> {
+            ps.setArray(1, ps.getConnection().createArrayOf("text", objectIds.toArray()));
+            ps.setArray(2, ps.getConnection().createArrayOf("text", identities.toArray()));
+        });
+    }
+
+    /**
+     * Answered rows finished in {@code [from, to)}, after the cursor ({@code (finished_at, id)}; null: from the
+     * start), in that order: what reconciliation holds against Stripe's records, page by page.
+     */
+    public List<RowView> finishedBetween(Operation op, Instant from, Instant to, Instant afterFinished, String afterId, int limit) {
+        return views(op, "status <> 'processing' AND finished_at >= ? AND finished_at < ? AND (finished_at, id) > (?, ?) "
+                + "ORDER BY finished_at, id LIMIT ?", ps -> {
+            ps.setTimestamp(1, Timestamp.from(from));
+            ps.setTimestamp(2, Timestamp.from(to));
+            ps.setTimestamp(3, Timestamp.from(afterFinished == null ? Instant.EPOCH : afterFinished));
+            ps.setString(4, afterId == null ? "" : afterId);
+            ps.setInt(5, limit);
+        });
+    }
+
+    /** A charge's refunds, every state. */
+    public List<RowView> refundsOf(String chargeId) {
+        return views(Operation.REFUND, "charge_id = ? ORDER BY created_at", ps -> ps.setString(1, chargeId));
+    }
+
+    /**
+     * A processing row as a holder would see it, without taking its lease: what an operator's action needs to ask
+     * Stripe about it (its identity, its window, its request). Empty when it is not processing.
+     */
+    public Optional<ClaimedIntent> inspect(Operation op, String id, Duration keyHorizon) {
+        return queryOne("SELECT false AS fresh, " + COLUMNS.replace("{o}", op.objectIdColumn()) + " FROM " + op.table()
+                + " x WHERE x.id = ? AND x.status = 'processing'", ps -> {
+            ps.setLong(1, keyHorizon.toMillis());
+            ps.setString(2, id);
+        }).map(row -> row.intent(op));
+    }
+
+    /**
+     * An operator ends a processing row (parked or not) with the answer Stripe's object proves: fenced by the
+     * generation the operator saw, which it moves on (a driver that still held the row is fenced out), and the
+     * row leaves reconciliation. A refund that refunded nothing gives its amount back in the same statement.
+     */
+    public boolean finishByOperator(Operation op, String id, int seenLeaseGeneration, Final answer) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql(op).finishByOperator())) {
+            int next = answer.bind(ps, 1);
+            ps.setString(next, id);
+            ps.setInt(next + 1, seenLeaseGeneration);
+            return countOf(ps) == 1;
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
+    /**
+     * An operator hands a parked (or stuck) row back to the drivers: out of reconciliation, its lease expired, so
+     * that the next retry or the recovery worker takes it over with a new generation. Nothing is sent by this; a
+     * driver re-sends only what the protocol allows (past the key horizon it parks the row again).
+     */
+    public boolean requeue(Operation op, String id, int seenLeaseGeneration) {
+        return update("UPDATE " + op.table() + " SET needs_reconciliation = false, reconciliation_reason = NULL, "
+                + "lease_gen = lease_gen + 1, lease_until = clock_timestamp(), recheck_at = NULL, updated_at = clock_timestamp() "
+                + "WHERE id = ? AND lease_gen = ? AND status = 'processing'", ps -> {
+            ps.setString(1, id);
+            ps.setInt(2, seenLeaseGeneration);
+        }) == 1;
     }
 
     /** The data source of the idempotency path, for callers that read charges from the primary. */

@@ -13,27 +13,35 @@ import java.util.stream.Collectors;
  */
 public enum Operation {
 
+    /** A failed payment may still succeed (the customer tries again): it is followed until succeeded or canceled. */
     CHARGE("stripe_intents", "payment_intent_id", "charge_status",
             ranks("requires_action", 1, "processing", 2, "failed", 3, "succeeded", 4, "canceled", 4),
-            Set.of("succeeded", "canceled")),
+            Set.of("succeeded", "canceled"), Set.of("succeeded", "canceled")),
 
-    /** A refund can still fail after it succeeded (Stripe: a closed account); failed and canceled are final. */
+    /**
+     * A refund can still fail after it succeeded (Stripe: a closed account; its event says so), so only failed and
+     * canceled are final; once succeeded it is no longer looked at on a schedule. {@code requires_action} (the
+     * customer's details) comes before {@code pending}.
+     */
     REFUND("stripe_refunds", "stripe_refund_id", "refund_status",
-            ranks("pending", 1, "requires_action", 1, "succeeded", 2, "failed", 3, "canceled", 3),
-            Set.of("failed", "canceled"));
+            ranks("requires_action", 1, "pending", 2, "succeeded", 3, "failed", 4, "canceled", 4),
+            Set.of("failed", "canceled"), Set.of("succeeded", "failed", "canceled"));
 
     private final String table;
     private final String objectIdColumn;
     private final String stateColumn;
     private final Map<String, Integer> ranks;
     private final Set<String> finalStates;
+    private final Set<String> settledStates;
 
-    Operation(String table, String objectIdColumn, String stateColumn, Map<String, Integer> ranks, Set<String> finalStates) {
+    Operation(String table, String objectIdColumn, String stateColumn, Map<String, Integer> ranks, Set<String> finalStates,
+              Set<String> settledStates) {
         this.table = table;
         this.objectIdColumn = objectIdColumn;
         this.stateColumn = stateColumn;
         this.ranks = ranks;
         this.finalStates = finalStates;
+        this.settledStates = settledStates;
     }
 
     /** The table of its rows. */
@@ -62,7 +70,16 @@ public enum Operation {
     }
 
     String finalStatesSql() {
-        return finalStates.stream().sorted().map(s -> "'" + s + "'").collect(Collectors.joining(", ", "(", ")"));
+        return inList(finalStates);
+    }
+
+    /** The states after which the sync worker no longer looks (events still move a state that is not final). */
+    String settledStatesSql() {
+        return inList(settledStates);
+    }
+
+    private static String inList(Set<String> states) {
+        return states.stream().sorted().map(s -> "'" + s + "'").collect(Collectors.joining(", ", "(", ")"));
     }
 
     private static Map<String, Integer> ranks(Object... pairs) {

@@ -38,7 +38,8 @@ public interface StripeSide<R> {
 
     /**
      * The object as Stripe has it now, by id; with {@code giveUp}, canceled at Stripe first when it still waits for
-     * the customer (a 3-D Secure never completed), so that it can never be completed later unnoticed.
+     * the customer and the operation gives up on such waits (a 3-D Secure never completed), so that it can never be
+     * completed later unnoticed.
      */
     ObjectState look(String objectId, boolean giveUp);
 
@@ -54,6 +55,9 @@ public interface StripeSide<R> {
      * event is not about this operation. {@code stripeObject}: the event's {@code data.object}, already read.
      */
     java.util.List<ObjectState> objectsOf(String eventType, com.stripe.model.StripeObject stripeObject);
+
+    /** The Stripe event types whose objects {@link #objectsOf} reads: what to subscribe to, and to catch up on. */
+    java.util.List<String> eventTypes();
 
     /** The key's final answer for what Stripe said; empty when it is no answer yet. */
     Optional<Final> finalAnswer(RowRef row, R request, StripeOutcome outcome, Duration firstLook);

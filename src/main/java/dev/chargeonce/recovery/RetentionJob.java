@@ -52,10 +52,12 @@ public class RetentionJob {
     void pass() {
         try {
             int total = 0;
+            // A charge can be refunded for the refund window: charges and their refunds are kept that long too.
+            Duration age = config.refundWindow().compareTo(config.retention()) > 0 ? config.refundWindow() : config.retention();
             // Refunds first: a charge is kept while it has refunds, so that a refund's key never outlives its charge.
             for (Operation op : new Operation[] {Operation.REFUND, Operation.CHARGE}) {
                 for (int i = 0; i < MAX_BATCHES_PER_PASS; i++) {
-                    int n = store.deleteFinishedBefore(op, config.retention(), config.retentionBatchSize());
+                    int n = store.deleteFinishedBefore(op, age, config.retentionBatchSize());
                     total += n;
                     if (n < config.retentionBatchSize()) {
                         break;
@@ -64,7 +66,7 @@ public class RetentionJob {
             }
             if (total > 0) {
                 deleted.increment(total);
-                LOG.infof("retention: deleted %d finished row(s) older than %s", total, config.retention());
+                LOG.infof("retention: deleted %d finished row(s) older than %s", total, age);
             }
         } catch (DatabaseUnavailableException e) {
             LOG.warnf("retention pass skipped: %s", e.getMessage());

@@ -1,18 +1,25 @@
 package dev.chargeonce.refund;
 
+import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.idempotency.IdempotencyKey;
 import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.RowIds;
 import dev.chargeonce.idempotency.NewRefund;
+import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.idempotency.RefundClaim;
 import dev.chargeonce.operation.Admission;
 import dev.chargeonce.operation.KeyAnswer;
 import dev.chargeonce.operation.OperationDriver;
+import dev.chargeonce.operation.OperationMetrics;
+import dev.chargeonce.operation.RetryLaterAnswers;
 import dev.chargeonce.stripe.StripeConfig;
+import dev.chargeonce.stripe.StripeGateway;
 import dev.chargeonce.stripe.StripeKeys;
 import dev.chargeonce.web.ApiException;
 import jakarta.enterprise.context.ApplicationScoped;
+import java.time.Duration;
+import java.util.Optional;
 
 /**
  * {@code POST /v1/charges/{id}/refunds}: claim the refund's key on the primary together with its amount, then drive
@@ -23,20 +30,23 @@ public class RefundService {
 
     static final String METHOD = "POST";
 
-
     private final IdempotencyStore store;
     private final OperationDriver driver;
     private final RefundStripeSide side;
     private final StripeConfig stripeConfig;
     private final Admission admission;
+    private final StripeGateway stripe;
+    private final OperationMetrics metrics;
 
     RefundService(IdempotencyStore store, OperationDriver driver, RefundStripeSide side, StripeConfig stripeConfig,
-                  Admission admission) {
+                  Admission admission, StripeGateway stripe, OperationMetrics metrics) {
         this.store = store;
         this.driver = driver;
         this.side = side;
         this.stripeConfig = stripeConfig;
         this.admission = admission;
+        this.stripe = stripe;
+        this.metrics = metrics;
     }
 
     KeyAnswer refund(String clientId, String chargeId, IdempotencyKey key, RefundRequest request) {
@@ -47,6 +57,15 @@ public class RefundService {
                 charge -> new RefundTerms(charge.chargeId(), charge.paymentIntentId(), charge.refundAmount(),
                         charge.currency(), request.reason(), request.metadata()).toJson());
         try (Admission.Ticket ticket = admission.enter()) {
+            if (!stripe.acceptingCalls(Operation.REFUND)) {
+                // Circuit open: answer what the key already holds, but reserve nothing for a call we will not make.
+                Optional<Claim> existing = store.peek(Operation.REFUND, clientId, key, fingerprint, stripeConfig.keyHorizon());
+                if (existing.isEmpty()) {
+                    metrics.circuitOpenRejection(Operation.REFUND);
+                    return RetryLaterAnswers.stripeUnavailable(Operation.REFUND, true, Duration.ofSeconds(2));
+                }
+                return driver.answer(existing.get(), side, null);
+            }
             return switch (store.claimRefund(refund, stripeConfig.keyHorizon())) {
                 case RefundClaim.Claimed claimed -> driver.answer(claimed.claim(), side, null);
                 case RefundClaim.ChargeMissing missing -> throw RefundQueries.noSuchCharge(chargeId);

@@ -31,6 +31,8 @@ public class RefundStripeSide implements StripeSide<RefundTerms> {
     /** Events whose object is a refund; {@code charge.refunded} carries the charge, with its refunds when expanded. */
     private static final List<String> REFUND_EVENTS = List.of("refund.created", "refund.updated", "refund.failed",
             "charge.refund.updated");
+    private static final List<String> EVENTS = java.util.stream.Stream.concat(REFUND_EVENTS.stream(),
+            java.util.stream.Stream.of("charge.refunded")).toList();
 
     private final StripeGateway stripe;
 
@@ -61,9 +63,18 @@ public class RefundStripeSide implements StripeSide<RefundTerms> {
         return stripe.findRefund(identity(intent), terms.paymentIntent(), from, until, maxPages, stillHolding);
     }
 
+    /**
+     * Never gives up on a refund: one that waits for the customer ({@code requires_action}: bank details for a
+     * refund to a method that needs them) is the merchant's wish, and Stripe expires it itself.
+     */
     @Override
     public ObjectState look(String objectId, boolean giveUp) {
-        return state(giveUp ? stripe.cancelRefund(objectId) : stripe.retrieveRefund(objectId));
+        return state(stripe.retrieveRefund(objectId));
+    }
+
+    @Override
+    public List<String> eventTypes() {
+        return EVENTS;
     }
 
     @Override

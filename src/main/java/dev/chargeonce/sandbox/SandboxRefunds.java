@@ -41,7 +41,8 @@ public final class SandboxRefunds {
             return sandbox.idempotent("/v1/refunds", idempotencyKey, form, this::create);
         }
         if (method.equals("GET") && path.equals("/v1/refunds")) {
-            return Response.json(200, list(query));
+            Response limited = sandbox.listRateLimited();
+            return limited != null ? limited : Response.json(200, list(query));
         }
         if (method.equals("POST") && path.endsWith("/cancel")) {
             return cancel(path.substring("/v1/refunds/".length(), path.length() - "/cancel".length()));
@@ -55,7 +56,7 @@ public final class SandboxRefunds {
 
     /** Serialized: two refunds of one PaymentIntent must see each other's amounts, as at Stripe. */
     private synchronized Response create(String idempotencyKey, Map<String, String> params, String planned) {
-        if (planned.equals("fail_before")) {
+        if (planned.equals("fail_before") || (planned.isEmpty() && sandbox.consumeFailBefore())) {
             return Response.json(500, StripeSandbox.error("api_error", null, "An unknown error occurred (sandbox: before refunding).", null));
         }
         StripeSandbox.PaymentIntent pi = sandbox.paymentIntent(params.getOrDefault("payment_intent", ""));
@@ -89,7 +90,7 @@ public final class SandboxRefunds {
         byId.put(refund.id(), refund);
         ledger.add(refund);
         sandbox.webhooks().emit("refund.created", toJson(refund));
-        if (planned.equals("fail_after")) {
+        if (planned.equals("fail_after") || (planned.isEmpty() && sandbox.consumeFailAfter())) {
             return Response.json(500, StripeSandbox.error("api_error", null, "An unknown error occurred (sandbox: after refunding).", null));
         }
         return Response.json(200, toJson(refund));

@@ -165,17 +165,27 @@ public final class SandboxWebhooks implements AutoCloseable {
         return failedDeliveries.get();
     }
 
-    /** {@code GET /v1/events}: newest first, {@code created[gte]}, {@code created[lte]}, {@code type}, {@code types[]}. */
+    /**
+     * {@code GET /v1/events}: newest first, {@code created[gte]}, {@code created[lte]}, and as at Stripe either
+     * {@code type} (one name, or a group with {@code *}) or {@code types[]} (up to 20 exact names, no wildcard):
+     * anything else is refused, so that a filter Stripe would refuse fails here too. Null: refused.
+     */
     String list(Map<String, String> query) {
         int limit = Math.min(100, Integer.parseInt(query.getOrDefault("limit", "10")));
         long gte = Long.parseLong(query.getOrDefault("created[gte]", "0"));
         long lte = Long.parseLong(query.getOrDefault("created[lte]", Long.toString(Long.MAX_VALUE)));
         List<String> types = new ArrayList<>();
         query.forEach((k, v) -> {
-            if (k.equals("type") || k.startsWith("types[")) {
+            if (k.startsWith("types[")) {
                 types.add(v);
             }
         });
+        if ((query.containsKey("type") && !types.isEmpty()) || types.size() > 20 || types.stream().anyMatch(t -> t.contains("*"))) {
+            return null;
+        }
+        if (query.containsKey("type")) {
+            types.add(query.get("type"));
+        }
         String startingAfter = query.get("starting_after");
         List<Event> newestFirst = new ArrayList<>(all());
         java.util.Collections.reverse(newestFirst);

@@ -107,6 +107,8 @@ public final class StripeSandbox implements AutoCloseable {
     private final AtomicInteger rateLimit = new AtomicInteger();
     private final AtomicInteger executing = new AtomicInteger();
     private final AtomicInteger listEmptyHasMore = new AtomicInteger();
+    /** The next N list requests (PaymentIntents, refunds) answer 429, as Stripe's read rate limit does. */
+    private final AtomicInteger listRateLimit = new AtomicInteger();
     private volatile long latencyMillis;
     /** How long every list request takes (a list of 100 objects on a busy account is not instant). */
     private volatile long listLatencyMillis;
@@ -224,6 +226,16 @@ public final class StripeSandbox implements AutoCloseable {
         }
         listOrderStale = true;
         return made;
+    }
+
+    /** Removes one PaymentIntent from everything the API shows. */
+    public synchronized boolean forget(String id) {
+        PaymentIntent gone = intents.remove(id);
+        synchronized (ledger) {
+            ledger.removeIf(pi -> pi.id().equals(id));
+        }
+        listOrderStale = true;
+        return gone != null;
     }
 
     /** Removes what {@link #seed} added, so that other tests' lookups do not page through it. */
@@ -369,6 +381,7 @@ public final class StripeSandbox implements AutoCloseable {
         dropAfter.set(0);
         rateLimit.set(0);
         listEmptyHasMore.set(0);
+        listRateLimit.set(0);
         listLatencyMillis = 0;
         plan.clear();
         webhooks.clear();
@@ -514,7 +527,9 @@ public final class StripeSandbox implements AutoCloseable {
             return cancel(path.substring("/v1/payment_intents/".length(), path.length() - "/cancel".length()));
         }
         if (method.equals("GET") && path.equals("/v1/events")) {
-            return Response.json(200, webhooks.list(query));
+            String page = webhooks.list(query);
+            return page != null ? Response.json(200, page) : Response.json(400, error("invalid_request_error", "parameter_invalid",
+                    "Pass either type (wildcards allowed) or types (up to 20 exact event names), not both.", "types"));
         }
         if (method.equals("GET") && path.startsWith("/v1/payment_intents/")) {
             PaymentIntent pi = intents.get(path.substring("/v1/payment_intents/".length()));
@@ -541,6 +556,11 @@ public final class StripeSandbox implements AutoCloseable {
                 // Too late (canceled meanwhile) or no such PaymentIntent: an answer, not a dropped connection.
                 return Response.json(400, error("invalid_request_error", "payment_intent_unexpected_state", e.getMessage(), null));
             }
+        }
+        if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/forget")) {
+            // Stripe losing a PaymentIntent the service knows: what reconciliation must notice (missing at Stripe).
+            String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/forget".length());
+            return Response.json(200, "{\"forgotten\":" + forget(id) + "}");
         }
         if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/settle")) {
             String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/settle".length());
@@ -582,6 +602,7 @@ public final class StripeSandbox implements AutoCloseable {
                 if (query.containsKey("drop_after")) dropAfter.set(Integer.parseInt(query.get("drop_after")));
                 if (query.containsKey("rate_limit")) rateLimit.set(Integer.parseInt(query.get("rate_limit")));
                 if (query.containsKey("list_empty_has_more")) listEmptyHasMore.set(Integer.parseInt(query.get("list_empty_has_more")));
+                if (query.containsKey("list_rate_limit")) listRateLimit.set(Integer.parseInt(query.get("list_rate_limit")));
                 if (query.containsKey("list_latency_ms")) listLatencyMillis = Long.parseLong(query.get("list_latency_ms"));
                 if (query.containsKey("plan")) {
                     plan.clear();
@@ -764,8 +785,18 @@ public final class StripeSandbox implements AutoCloseable {
         return Response.json(200, toJson(pi));
     }
 
+    /** A list request refused for the rate limit (429, not stored for anything): consumes one from the switch. */
+    Response listRateLimited() {
+        return consume(listRateLimit) ? new Response(429, error("invalid_request_error", "rate_limit",
+                "Too many requests hit the API too quickly.", null), Map.of()) : null;
+    }
+
     private Response list(Map<String, String> query) {
         sleep(listLatencyMillis);
+        Response limited = listRateLimited();
+        if (limited != null) {
+            return limited;
+        }
         if (consume(listEmptyHasMore)) {
             // A broken page: nothing in it, yet "more to come". A client must not read it as the end of the list.
             return Response.json(200, "{\"object\":\"list\",\"url\":\"/v1/payment_intents\",\"has_more\":true,\"data\":[]}");
@@ -889,6 +920,15 @@ public final class StripeSandbox implements AutoCloseable {
             out.put(key, value);
         }
         return out;
+    }
+
+    /** The 500 counters, for refund creates as for PaymentIntent creates (see {@link #idempotent}). */
+    boolean consumeFailBefore() {
+        return consume(failBefore);
+    }
+
+    boolean consumeFailAfter() {
+        return consume(failAfter);
     }
 
     private static boolean consume(AtomicInteger counter) {

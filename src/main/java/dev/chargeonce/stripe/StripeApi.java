@@ -37,6 +37,9 @@ class StripeApi {
     /** The circuit's default open delay; configuration may override it (see {@link StripeGateway#acceptingCalls}). */
     static final long CIRCUIT_DELAY_MILLIS = 5_000;
     static final String CIRCUIT_DELAY_PROPERTY = "dev.chargeonce.stripe.StripeApi/create/CircuitBreaker/delay";
+    /** The refunds' circuit: refunds failing must not stop charges, nor the reverse. */
+    static final String REFUND_CIRCUIT = "stripe-refund";
+    static final String REFUND_CIRCUIT_DELAY_PROPERTY = "dev.chargeonce.stripe.StripeApi/createRefund/CircuitBreaker/delay";
 
     /** The defaults of the annotations below (and their units), for {@link StripeCallBudget}. */
     static final long TIMEOUT_SECONDS = 9;
@@ -133,7 +136,7 @@ class StripeApi {
     @CircuitBreaker(requestVolumeThreshold = 20, failureRatio = 0.5, delay = CIRCUIT_DELAY_MILLIS, delayUnit = ChronoUnit.MILLIS,
             successThreshold = 2, failOn = {UnreachableException.class, EdgeErrorException.class, ServerErrorException.class,
             TimeoutException.class})
-    @CircuitBreakerName("stripe-refund")
+    @CircuitBreakerName(StripeApi.REFUND_CIRCUIT)
     @Bulkhead(2048)
     com.stripe.model.Refund createRefund(com.stripe.param.RefundCreateParams params, String idempotencyKey, long sendBefore,
                                          SendLog log) throws StripeException {

@@ -1,6 +1,7 @@
 package dev.chargeonce.stripe;
 
 import com.stripe.exception.AuthenticationException;
+import dev.chargeonce.idempotency.Operation;
 import com.stripe.exception.CardException;
 import com.stripe.exception.IdempotencyException;
 import com.stripe.exception.InvalidRequestException;
@@ -70,14 +71,27 @@ public class StripeGateway {
     private final StripeApi api;
     private final StripeClients clients;
     private final StripeConfig config;
-    private final long circuitDelayNanos;
-    private volatile long circuitOpenedAt = System.nanoTime();
+    private final Map<Operation, Circuit> circuits = new java.util.EnumMap<>(Operation.class);
 
     private final MeterRegistry metrics;
     private final Timer createLatency;
     private final Timer refundLatency;
-    private final AtomicInteger circuitOpen = new AtomicInteger();
-    private final io.micrometer.core.instrument.Counter duplicateFindings;
+    private final io.micrometer.core.instrument.Counter duplicatePaymentIntents;
+    private final io.micrometer.core.instrument.Counter duplicateRefunds;
+
+    /** A circuit breaker of {@link StripeApi}, by name, watched so that a claim can ask whether it is open. */
+    private static final class Circuit {
+        final String name;
+        final long delayNanos;
+        final AtomicInteger open = new AtomicInteger();
+        volatile long openedAt = System.nanoTime();
+
+        Circuit(String name, String delayProperty) {
+            this.name = name;
+            this.delayNanos = TimeUnit.MILLISECONDS.toNanos(ConfigProvider.getConfig()
+                    .getOptionalValue(delayProperty, Long.class).orElse(StripeApi.CIRCUIT_DELAY_MILLIS));
+        }
+    }
 
     StripeGateway(StripeApi api, StripeClients clients, StripeConfig config, MeterRegistry metrics) {
         this.api = api;
@@ -90,11 +104,13 @@ public class StripeGateway {
         this.refundLatency = Timer.builder("chargeonce.stripe.call").tag("call", "refund")
                 .description("Stripe refund create, fault-tolerance retries included")
                 .publishPercentileHistogram().register(metrics);
-        metrics.gauge("chargeonce.stripe.circuit.open", circuitOpen);
+        circuits.put(Operation.CHARGE, new Circuit(StripeApi.CIRCUIT, StripeApi.CIRCUIT_DELAY_PROPERTY));
+        circuits.put(Operation.REFUND, new Circuit(StripeApi.REFUND_CIRCUIT, StripeApi.REFUND_CIRCUIT_DELAY_PROPERTY));
+        circuits.forEach((op, circuit) -> metrics.gauge("chargeonce.stripe.circuit.open",
+                io.micrometer.core.instrument.Tags.of("circuit", circuit.name), circuit.open));
         // Registered up front so that the first finding is an increase from 0 that alerts can see.
-        this.duplicateFindings = metrics.counter("chargeonce.reconciliation.findings", "finding", "duplicate_payment_intents");
-        this.circuitDelayNanos = TimeUnit.MILLISECONDS.toNanos(ConfigProvider.getConfig()
-                .getOptionalValue(StripeApi.CIRCUIT_DELAY_PROPERTY, Long.class).orElse(StripeApi.CIRCUIT_DELAY_MILLIS));
+        this.duplicatePaymentIntents = metrics.counter("chargeonce.reconciliation.findings", "finding", "duplicate_payment_intents");
+        this.duplicateRefunds = metrics.counter("chargeonce.reconciliation.findings", "finding", "duplicate_refunds");
     }
 
     public StripeConfig config() {
@@ -102,28 +118,30 @@ public class StripeGateway {
     }
 
     /**
-     * False while the circuit breaker is open: a create would not be sent, so a new claim would be a lease taken
-     * for nothing. (Half-open lets trial calls through.)
+     * False while the operation's circuit breaker is open: its create would not be sent, so a new claim would be a
+     * lease taken (and, for a refund, an amount reserved) for nothing. (Half-open lets trial calls through.)
      */
-    public boolean acceptingCalls() {
-        if (CircuitBreakerMaintenance.get().currentState(StripeApi.CIRCUIT) != CircuitBreakerState.OPEN) {
+    public boolean acceptingCalls(Operation op) {
+        Circuit circuit = circuits.get(op);
+        if (CircuitBreakerMaintenance.get().currentState(circuit.name) != CircuitBreakerState.OPEN) {
             return true;
         }
         // SmallRye moves an open circuit to half-open lazily, on the first call after the delay: past the delay,
         // let calls through, or the circuit would never be tried again.
-        return System.nanoTime() - circuitOpenedAt >= circuitDelayNanos;
+        return System.nanoTime() - circuit.openedAt >= circuit.delayNanos;
     }
 
-    void watchCircuit(@Observes StartupEvent event) {
-        CircuitBreakerMaintenance.get().onStateChange(StripeApi.CIRCUIT, state -> {
-            circuitOpen.set(state == CircuitBreakerState.OPEN ? 1 : 0);
+    void watchCircuits(@Observes StartupEvent event) {
+        circuits.forEach((op, circuit) -> CircuitBreakerMaintenance.get().onStateChange(circuit.name, state -> {
+            circuit.open.set(state == CircuitBreakerState.OPEN ? 1 : 0);
             if (state == CircuitBreakerState.OPEN) {
-                circuitOpenedAt = System.nanoTime();
-                LOG.warn("Stripe circuit breaker OPEN: new charges are answered 503 without a claim");
+                circuit.openedAt = System.nanoTime();
+                LOG.warnf("Stripe circuit breaker %s OPEN: new %ss are answered 503 without a claim", circuit.name,
+                        op.name().toLowerCase(java.util.Locale.ROOT));
             } else {
-                LOG.infof("Stripe circuit breaker %s", state);
+                LOG.infof("Stripe circuit breaker %s %s", circuit.name, state);
             }
-        });
+        }));
     }
 
     /**
@@ -245,57 +263,76 @@ public class StripeGateway {
                                                      int maxPages, java.util.function.BooleanSupplier stillHolding) {
         long gte = from.minus(config.lookupSkew()).getEpochSecond();
         long lte = until.plus(config.lookupSkew()).getEpochSecond();
-        List<PaymentIntent> matches = new ArrayList<>(1);
+        List<PaymentIntent> matches = listToTheEnd("PaymentIntents", maxPages, stillHolding, startingAfter -> {
+            PaymentIntentListParams.Builder params = PaymentIntentListParams.builder()
+                    .setCreated(PaymentIntentListParams.Created.builder().setGte(gte).setLte(lte).build())
+                    .setLimit(100L);
+            if (startingAfter != null) {
+                params.setStartingAfter(startingAfter);
+            }
+            return clients.client().v1().paymentIntents().list(params.build());
+        }, pi -> pi.getMetadata() != null && (identity.equals(pi.getMetadata().get(PaymentOrder.KEY))
+                || (legacyChargeId != null && legacyChargeId.equals(pi.getMetadata().get(PaymentOrder.LEGACY_CHARGE_ID)))),
+                PaymentIntent::getId);
+        return pick("charge", identity, matches, PaymentIntent::getStatus, duplicatePaymentIntents).map(StripeGateway::fromIntent);
+    }
+
+    /** One page of a Stripe list, after {@code startingAfter} (null: the first page). */
+    @FunctionalInterface
+    private interface PageRead<T extends com.stripe.model.HasId> {
+        StripeCollection<T> read(String startingAfter) throws StripeException;
+    }
+
+    /**
+     * The objects of a Stripe list that match, read to its end: an empty page that says "more", or a page that
+     * does not advance, is an error, not the end; more than {@code maxPages} pages is {@link LookupTooLargeException}.
+     * Listing is strongly consistent at Stripe (search is not), so an empty result read to the end proves absence.
+     */
+    private static <T extends com.stripe.model.HasId> List<T> listToTheEnd(String what, int maxPages,
+            java.util.function.BooleanSupplier stillHolding, PageRead<T> pages, java.util.function.Predicate<T> matching,
+            java.util.function.Function<T, String> id) {
+        List<T> matches = new ArrayList<>(1);
         String startingAfter = null;
         try {
             for (int page = 0; page < maxPages; page++) {
                 if (!stillHolding.getAsBoolean()) {
                     throw new LookupAbandonedException("the lease was lost after " + page + " pages");
                 }
-                PaymentIntentListParams.Builder params = PaymentIntentListParams.builder()
-                        .setCreated(PaymentIntentListParams.Created.builder().setGte(gte).setLte(lte).build())
-                        .setLimit(100L);
-                if (startingAfter != null) {
-                    params.setStartingAfter(startingAfter);
-                }
-                StripeCollection<PaymentIntent> list = clients.client().v1().paymentIntents().list(params.build());
-                List<PaymentIntent> data = list.getData() == null ? List.of() : list.getData();
-                for (PaymentIntent pi : data) {
-                    Map<String, String> metadata = pi.getMetadata();
-                    if (metadata != null && (identity.equals(metadata.get(PaymentOrder.KEY))
-                            || (legacyChargeId != null && legacyChargeId.equals(metadata.get(PaymentOrder.LEGACY_CHARGE_ID))))) {
-                        matches.add(pi);
-                    }
-                }
+                StripeCollection<T> list = pages.read(startingAfter);
+                List<T> data = list.getData() == null ? List.of() : list.getData();
+                data.stream().filter(matching).forEach(matches::add);
                 if (!Boolean.TRUE.equals(list.getHasMore())) {
-                    return pick(identity, matches);
+                    return matches;
                 }
                 if (data.isEmpty()) {
-                    throw new LookupFailedException("Stripe answered an empty page with has_more=true; the list cannot be trusted", null);
+                    throw new LookupFailedException("Stripe answered an empty page of " + what + " with has_more=true; the list cannot be trusted", null);
                 }
-                String last = data.get(data.size() - 1).getId();
+                String last = id.apply(data.get(data.size() - 1));
                 if (last.equals(startingAfter)) {
-                    throw new LookupFailedException("Stripe's list did not advance past " + last, null);
+                    throw new LookupFailedException("Stripe's list of " + what + " did not advance past " + last, null);
                 }
                 startingAfter = last;
             }
         } catch (StripeException e) {
-            throw new LookupFailedException("listing PaymentIntents failed: " + e.getMessage(), e);
+            throw new LookupFailedException("listing " + what + " failed: " + e.getMessage(), e);
         }
-        throw new LookupTooLargeException("more than " + maxPages + " pages of PaymentIntents in the window");
+        throw new LookupTooLargeException("more than " + maxPages + " pages of " + what + " in the window");
     }
 
-    private Optional<StripeOutcome> pick(String identity, List<PaymentIntent> matches) {
+    /**
+     * The object a key made, of those found: more than one should be impossible by construction, and is reported
+     * (an operator must refund one); a succeeded one is the key's answer then.
+     */
+    private static <T> Optional<T> pick(String kind, String identity, List<T> matches, java.util.function.Function<T, String> status,
+                                        io.micrometer.core.instrument.Counter duplicates) {
         if (matches.isEmpty()) {
             return Optional.empty();
         }
         if (matches.size() > 1) {
-            // Should be impossible by construction; if it ever happens an operator must refund one of them.
-            LOG.errorf("charge key %s has %d PaymentIntents at Stripe; reconcile", identity, matches.size());
-            duplicateFindings.increment();
+            LOG.errorf("%s key %s has %d objects at Stripe; reconcile", kind, identity, matches.size());
+            duplicates.increment();
         }
-        PaymentIntent best = matches.stream().filter(pi -> "succeeded".equals(pi.getStatus())).findFirst().orElse(matches.get(0));
-        return Optional.of(fromIntent(best));
+        return Optional.of(matches.stream().filter(m -> "succeeded".equals(status.apply(m))).findFirst().orElse(matches.get(0)));
     }
 
     /**
@@ -367,43 +404,18 @@ public class StripeGateway {
                                               java.util.function.BooleanSupplier stillHolding) {
         long gte = from.minus(config.lookupSkew()).getEpochSecond();
         long lte = until.plus(config.lookupSkew()).getEpochSecond();
-        List<com.stripe.model.Refund> matches = new ArrayList<>(1);
-        String startingAfter = null;
-        try {
-            for (int page = 0; page < maxPages; page++) {
-                if (!stillHolding.getAsBoolean()) {
-                    throw new LookupAbandonedException("the lease was lost after " + page + " pages");
-                }
-                com.stripe.param.RefundListParams.Builder params = com.stripe.param.RefundListParams.builder()
-                        .setPaymentIntent(paymentIntentId)
-                        .setCreated(com.stripe.param.RefundListParams.Created.builder().setGte(gte).setLte(lte).build())
-                        .setLimit(100L);
-                if (startingAfter != null) {
-                    params.setStartingAfter(startingAfter);
-                }
-                StripeCollection<com.stripe.model.Refund> list = clients.client().v1().refunds().list(params.build());
-                List<com.stripe.model.Refund> data = list.getData() == null ? List.of() : list.getData();
-                for (com.stripe.model.Refund refund : data) {
-                    if (refund.getMetadata() != null && identity.equals(refund.getMetadata().get(PaymentOrder.KEY))) {
-                        matches.add(refund);
-                    }
-                }
-                if (!Boolean.TRUE.equals(list.getHasMore())) {
-                    if (matches.size() > 1) {
-                        LOG.errorf("refund key %s has %d refunds at Stripe; reconcile", identity, matches.size());
-                        duplicateFindings.increment();
-                    }
-                    return matches.stream().findFirst().map(StripeGateway::classifyRefund);
-                }
-                if (data.isEmpty()) {
-                    throw new LookupFailedException("Stripe answered an empty page with has_more=true; the list cannot be trusted", null);
-                }
-                startingAfter = data.get(data.size() - 1).getId();
+        List<com.stripe.model.Refund> matches = listToTheEnd("refunds", maxPages, stillHolding, startingAfter -> {
+            com.stripe.param.RefundListParams.Builder params = com.stripe.param.RefundListParams.builder()
+                    .setPaymentIntent(paymentIntentId)
+                    .setCreated(com.stripe.param.RefundListParams.Created.builder().setGte(gte).setLte(lte).build())
+                    .setLimit(100L);
+            if (startingAfter != null) {
+                params.setStartingAfter(startingAfter);
             }
-        } catch (StripeException e) {
-            throw new LookupFailedException("listing refunds failed: " + e.getMessage(), e);
-        }
-        throw new LookupTooLargeException("more than " + maxPages + " pages of refunds in the window");
+            return clients.client().v1().refunds().list(params.build());
+        }, refund -> refund.getMetadata() != null && identity.equals(refund.getMetadata().get(PaymentOrder.KEY)),
+                com.stripe.model.Refund::getId);
+        return pick("refund", identity, matches, com.stripe.model.Refund::getStatus, duplicateRefunds).map(StripeGateway::classifyRefund);
     }
 
     public com.stripe.model.Refund retrieveRefund(String refundId) {
@@ -411,17 +423,6 @@ public class StripeGateway {
             return clients.client().v1().refunds().retrieve(refundId);
         } catch (StripeException e) {
             throw new LookupFailedException("retrieving " + refundId + " failed: " + e.getMessage(), e);
-        }
-    }
-
-    /** Cancels a refund that waits for action (only those can be); answers the refund as it is after it. */
-    public com.stripe.model.Refund cancelRefund(String refundId) {
-        try {
-            return clients.client().v1().refunds().cancel(refundId);
-        } catch (InvalidRequestException e) {
-            return retrieveRefund(refundId);
-        } catch (StripeException e) {
-            throw new LookupFailedException("canceling " + refundId + " failed: " + e.getMessage(), e);
         }
     }
 
@@ -441,19 +442,149 @@ public class StripeGateway {
         };
     }
 
+    // ---- reconciliation: Stripe's records, page by page ------------------------------------------------------
+
+    /** Stripe refused a read for the rate limit (429): nothing is wrong with the data, come back later. */
+    public static final class RateLimitedException extends LookupFailedException {
+        RateLimitedException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /**
+     * A PaymentIntent or refund as reconciliation compares it: its identity metadata (null when this service did
+     * not make it), what its state means ({@link #classify}, {@link #classifyRefund}) and its raw status.
+     *
+     * @param refund          a refund (else a PaymentIntent)
+     * @param paymentIntentId a refund's PaymentIntent (a PaymentIntent's own id)
+     */
+    public record StripeRecord(boolean refund, String id, String identity, String legacyChargeId, String clientId, long amount,
+                               String currency, String status, StripeOutcome outcome, Instant created, String paymentIntentId) {
+
+        /**
+         * Money moved or may still move: a payment that succeeded or is on its way (captured or not), a refund made
+         * and not failed or canceled.
+         */
+        public boolean movesMoney() {
+            return refund ? java.util.Set.of("succeeded", "pending", "requires_action").contains(status)
+                    : java.util.Set.of("succeeded", "processing", "requires_capture").contains(status);
+        }
+    }
+
+    /** One page of a list, in Stripe's order (newest first), and where the next page starts. */
+    public record RecordPage(List<StripeRecord> records, String lastId, boolean hasMore) {
+    }
+
+    /** PaymentIntents created in {@code [from, to]}, one page of 100 after {@code startingAfter} (null: the first). */
+    public RecordPage listPaymentIntents(Instant from, Instant to, String startingAfter) {
+        return page("PaymentIntents", () -> {
+            PaymentIntentListParams.Builder params = PaymentIntentListParams.builder()
+                    .setCreated(PaymentIntentListParams.Created.builder().setGte(from.getEpochSecond()).setLte(to.getEpochSecond()).build())
+                    .setLimit(100L);
+            if (startingAfter != null) {
+                params.setStartingAfter(startingAfter);
+            }
+            StripeCollection<PaymentIntent> list = clients.client().v1().paymentIntents().list(params.build());
+            List<PaymentIntent> data = list.getData() == null ? List.of() : list.getData();
+            return new RecordPage(data.stream().map(StripeGateway::record).toList(),
+                    data.isEmpty() ? startingAfter : data.get(data.size() - 1).getId(), Boolean.TRUE.equals(list.getHasMore()));
+        });
+    }
+
+    /**
+     * Refunds created in {@code [from, to]} (of one PaymentIntent when {@code paymentIntentId} is set), one page of
+     * 100 after {@code startingAfter}.
+     */
+    public RecordPage listRefunds(Instant from, Instant to, String paymentIntentId, String startingAfter) {
+        return page("refunds", () -> {
+            com.stripe.param.RefundListParams.Builder params = com.stripe.param.RefundListParams.builder()
+                    .setCreated(com.stripe.param.RefundListParams.Created.builder().setGte(from.getEpochSecond()).setLte(to.getEpochSecond()).build())
+                    .setLimit(100L);
+            if (paymentIntentId != null) {
+                params.setPaymentIntent(paymentIntentId);
+            }
+            if (startingAfter != null) {
+                params.setStartingAfter(startingAfter);
+            }
+            StripeCollection<com.stripe.model.Refund> list = clients.client().v1().refunds().list(params.build());
+            List<com.stripe.model.Refund> data = list.getData() == null ? List.of() : list.getData();
+            return new RecordPage(data.stream().map(StripeGateway::record).toList(),
+                    data.isEmpty() ? startingAfter : data.get(data.size() - 1).getId(), Boolean.TRUE.equals(list.getHasMore()));
+        });
+    }
+
+    /** A PaymentIntent by id; empty when Stripe has none with that id. */
+    public Optional<StripeRecord> paymentIntentRecord(String id) {
+        return retrieved("PaymentIntent " + id, () -> record(clients.client().v1().paymentIntents().retrieve(id)));
+    }
+
+    /** A refund by id; empty when Stripe has none with that id. */
+    public Optional<StripeRecord> refundRecord(String id) {
+        return retrieved("refund " + id, () -> record(clients.client().v1().refunds().retrieve(id)));
+    }
+
+    @FunctionalInterface
+    private interface Read<T> {
+        T read() throws StripeException;
+    }
+
+    private static RecordPage page(String what, Read<RecordPage> read) {
+        try {
+            return read.read();
+        } catch (RateLimitException e) {
+            throw new RateLimitedException("Stripe rate-limited the list of " + what, e);
+        } catch (StripeException e) {
+            throw new LookupFailedException("listing " + what + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    private static Optional<StripeRecord> retrieved(String what, Read<StripeRecord> read) {
+        try {
+            return Optional.of(read.read());
+        } catch (InvalidRequestException e) {
+            if (e.getStatusCode() != null && e.getStatusCode() == 404) {
+                return Optional.empty();
+            }
+            throw new LookupFailedException("retrieving " + what + " failed: " + e.getMessage(), e);
+        } catch (RateLimitException e) {
+            throw new RateLimitedException("Stripe rate-limited retrieving " + what, e);
+        } catch (StripeException e) {
+            throw new LookupFailedException("retrieving " + what + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    private static StripeRecord record(PaymentIntent pi) {
+        Map<String, String> md = pi.getMetadata() == null ? Map.of() : pi.getMetadata();
+        return new StripeRecord(false, pi.getId(), md.get(PaymentOrder.KEY), md.get(PaymentOrder.LEGACY_CHARGE_ID), md.get(PaymentOrder.CLIENT_ID),
+                pi.getAmount() == null ? 0 : pi.getAmount(), pi.getCurrency(), nonNull(pi.getStatus(), "unknown"), fromIntent(pi),
+                pi.getCreated() == null ? Instant.EPOCH : Instant.ofEpochSecond(pi.getCreated()), pi.getId());
+    }
+
+    private static StripeRecord record(com.stripe.model.Refund refund) {
+        Map<String, String> md = refund.getMetadata() == null ? Map.of() : refund.getMetadata();
+        return new StripeRecord(true, refund.getId(), md.get(PaymentOrder.KEY), null, md.get(PaymentOrder.CLIENT_ID),
+                refund.getAmount() == null ? 0 : refund.getAmount(), refund.getCurrency(), nonNull(refund.getStatus(), "unknown"),
+                classifyRefund(refund), refund.getCreated() == null ? Instant.EPOCH : Instant.ofEpochSecond(refund.getCreated()),
+                refund.getPaymentIntent());
+    }
+
     /** One page of Stripe's events, newest first, each as its JSON. */
     public record EventPage(java.util.List<String> events, java.util.List<String> ids, boolean hasMore) {
     }
 
     /**
-     * Stripe's PaymentIntent events created at or after {@code since}, newest first, one page of 100 after
-     * {@code startingAfter} (null: the first page). The Events API keeps 30 days: what an endpoint outage missed.
+     * Stripe's events of these types (exact names: Stripe's {@code types} filter takes no wildcards, at most 20)
+     * created at or after {@code since}, newest first, one page of 100 after {@code startingAfter} (null: the first
+     * page). The Events API keeps 30 days: what an endpoint outage missed.
      */
-    public EventPage listPaymentIntentEvents(Instant since, String startingAfter) {
+    public EventPage listEvents(java.util.Collection<String> types, Instant since, String startingAfter) {
+        if (types.isEmpty() || types.size() > 20) {
+            throw new IllegalArgumentException("Stripe lists 1 to 20 event types at once, not " + types.size());
+        }
         try {
             com.stripe.param.EventListParams.Builder params = com.stripe.param.EventListParams.builder()
                     .setCreated(com.stripe.param.EventListParams.Created.builder().setGte(since.getEpochSecond()).build())
-                    .addType("payment_intent.*")
+                    .addAllType(List.copyOf(types))
                     .setLimit(100L);
             if (startingAfter != null) {
                 params.setStartingAfter(startingAfter);

@@ -13,12 +13,17 @@ public final class StripeKeys {
     }
 
     public static String derive(String clientId, IdempotencyKey key, int attempt) {
-        return "chargeonce-" + identity(clientId, key.value()) + "-a" + attempt;
+        return ofIdentity(false, identity(clientId, key.value()), attempt);
     }
 
     /** The Stripe idempotency key of a refund: its own namespace, so a client may use one key for both. */
     public static String deriveRefund(String clientId, IdempotencyKey key, int attempt) {
-        return "chargeonce-refund-" + refundIdentity(clientId, key.value()) + "-a" + attempt;
+        return ofIdentity(true, refundIdentity(clientId, key.value()), attempt);
+    }
+
+    /** The Stripe key of an attempt, from the identity a row stores (what the console shows was sent). */
+    public static String ofIdentity(boolean refund, String identity, int attempt) {
+        return (refund ? "chargeonce-refund-" : "chargeonce-") + identity + "-a" + attempt;
     }
 
     /** The stable identity of a refund at Stripe (its {@code chargeonce_key} metadata), from (client, refund key). */

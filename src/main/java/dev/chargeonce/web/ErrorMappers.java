@@ -18,7 +18,12 @@ public class ErrorMappers {
 
     @ServerExceptionMapper
     public Response api(ApiException e) {
-        return respond(e.status(), ErrorBody.of(e.type(), e.code(), e.getMessage(), e.param()), e.retryAfter());
+        Response response = respond(e.status(), ErrorBody.of(e.type(), e.code(), e.getMessage(), e.param()), e.retryAfter());
+        if ("operator_credentials_required".equals(e.code())) {
+            // The console is opened by a browser: tell it to ask for the operator's credentials.
+            return Response.fromResponse(response).header("WWW-Authenticate", "Basic realm=\"chargeonce operators\", charset=\"UTF-8\"").build();
+        }
+        return response;
     }
 
     @ServerExceptionMapper

@@ -1,6 +1,8 @@
 package dev.chargeonce.webhook;
 
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.operation.OperationDriver;
 import dev.chargeonce.stripe.StripeGateway;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -13,7 +15,8 @@ import java.time.Instant;
 import org.jboss.logging.Logger;
 
 /**
- * Nothing lost while the endpoint was down: lists Stripe's PaymentIntent events since shortly before the newest one
+ * Nothing lost while the endpoint was down: lists Stripe's events of every type an operation follows (charges'
+ * PaymentIntents, refunds) since shortly before the newest one
  * recorded (the Events API keeps 30 days) and feeds every one it has not recorded through the same inbox, where
  * it is deduplicated and applied like a delivery. Runs on every instance; two passes at once are harmless (the inbox
  * records an event once), they only list the same pages. Also keeps the inbox to its retention.
@@ -30,11 +33,15 @@ public class EventCatchUp {
     private final StripeGateway stripe;
     private final WebhookConfig config;
     private final Counter caughtUp;
+    private final java.util.List<String> followedTypes;
 
-    EventCatchUp(StripeEventInbox inbox, StripeGateway stripe, WebhookConfig config, MeterRegistry metrics) {
+    EventCatchUp(StripeEventInbox inbox, StripeGateway stripe, WebhookConfig config, MeterRegistry metrics,
+                 OperationDriver driver) {
         this.inbox = inbox;
         this.stripe = stripe;
         this.config = config;
+        this.followedTypes = java.util.Arrays.stream(Operation.values())
+                .flatMap(op -> driver.side(op).eventTypes().stream()).distinct().toList();
         this.caughtUp = metrics.counter("chargeonce.webhooks.caught.up");
     }
 
@@ -69,7 +76,7 @@ public class EventCatchUp {
         int fed = 0;
         String after = null;
         for (int page = 0; page < MAX_PAGES_PER_PASS; page++) {
-            StripeGateway.EventPage events = stripe.listPaymentIntentEvents(since, after);
+            StripeGateway.EventPage events = stripe.listEvents(followedTypes, since, after);
             for (int i = 0; i < events.ids().size(); i++) {
                 if (!inbox.recorded(events.ids().get(i))) {
                     StripeEventInbox.Received received = inbox.receive(events.events().get(i), "catch_up");

@@ -158,6 +158,34 @@ public class StripeEventInbox {
         }
     }
 
+    /** An event as the console shows it in a row's story. */
+    public record RecordedEvent(String id, String type, Instant stripeCreated, Instant receivedAt, String source, String outcome,
+                                String objectId, String detail) {
+    }
+
+    /** The events that concerned a row (or named its Stripe object), oldest first. */
+    public java.util.List<RecordedEvent> eventsOf(String rowId, String objectId, int limit) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                SELECT id, type, stripe_created, received_at, source, outcome, object_id, detail FROM stripe_events
+                 WHERE row_id = ? OR (? IS NOT NULL AND object_id = ?)
+                 ORDER BY stripe_created, received_at LIMIT ?""")) {
+            ps.setString(1, rowId);
+            ps.setString(2, objectId);
+            ps.setString(3, objectId);
+            ps.setInt(4, limit);
+            java.util.List<RecordedEvent> events = new java.util.ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    events.add(new RecordedEvent(rs.getString(1), rs.getString(2), rs.getTimestamp(3).toInstant(),
+                            rs.getTimestamp(4).toInstant(), rs.getString(5), rs.getString(6), rs.getString(7), rs.getString(8)));
+                }
+            }
+            return events;
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
     /** Counts for the gauges: events naming no charge, and seconds since the newest event arrived (-1: none yet). */
     public long[] counts() {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""

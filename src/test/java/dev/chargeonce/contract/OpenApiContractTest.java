@@ -211,7 +211,11 @@ class OpenApiContractTest {
                         jakarta.ws.rs.Path sub = method.getAnnotation(jakarta.ws.rs.Path.class);
                         String path = ("/" + resource.value() + "/" + (sub == null ? "" : sub.value()))
                                 .replaceAll("/+", "/").replaceAll("(.)/$", "$1");
-                        implemented.add(verb.value() + " " + path);
+                        // The operators' console and admin API are not the clients' contract: they answer only
+                        // operator credentials, are documented in the README and tested by the reconcile suites.
+                        if (!dev.chargeonce.auth.OperatorFilter.isOperatorPath(path)) {
+                            implemented.add(verb.value() + " " + path);
+                        }
                     }
                 }
             }

@@ -103,6 +103,8 @@ final class ManifestChecks {
         }
         BASE_KINDS.keySet().forEach(kind -> problems.check(counts.getOrDefault(kind, 0) == 1,
                 "base must hold exactly one %s, holds %d", kind, counts.getOrDefault(kind, 0)));
+        problems.check(dashboards().size() == 1, "base must hold exactly one Grafana dashboard (a ConfigMap labelled grafana_dashboard), holds %d",
+                dashboards().size());
         for (Document d : manifests.all()) {
             boolean kustomization = d.file().endsWith("kustomization.yaml");
             boolean known = kustomization ? d.apiVersion().startsWith("kustomize.config.k8s.io/") && d.kind().equals("Kustomization")
@@ -568,6 +570,8 @@ final class ManifestChecks {
         Map<String, String> required = new LinkedHashMap<>();
         required.put("replica lag over 1 s", "chargeonce_replica_lag_seconds");
         required.put("duplicate or missing charges found by reconciliation", "chargeonce_reconciliation_findings_total");
+        required.put("two payments or refunds for one key (open findings)", "chargeonce_reconciliation_open_findings{kind=~\"duplicate_payment_intents|duplicate_refunds\"}");
+        required.put("reconciliation not running", "chargeonce_reconciliation_last_completed_timestamp_seconds");
         required.put("rows processing long after their claim (by age, not by lease)", "chargeonce_processing_overdue_rows");
         required.put("any row parked for reconciliation", "chargeonce_reconciliation_rows");
         required.put("rows left with an expired lease (no recovery worker)", "chargeonce_processing_expired_rows");
@@ -608,9 +612,26 @@ final class ManifestChecks {
 
     // --- Accessors -----------------------------------------------------------------------------------------------
 
+    /**
+     * The base's resources but the Grafana dashboards (ConfigMaps for Grafana's sidecar, not for the service: they
+     * are checked by DashboardTest and k8s/validate.mjs).
+     */
     List<Document> baseResources() {
+        return allBaseResources().stream().filter(d -> !isDashboard(d)).toList();
+    }
+
+    private List<Document> allBaseResources() {
         Document kustomization = single(manifests.inFile(BASE_KUSTOMIZATION), "Kustomization");
         return manifests.inFiles(texts(kustomization.body().path("resources")).stream().map(r -> "base/" + r).toList());
+    }
+
+    static boolean isDashboard(Document d) {
+        return d.kind().equals("ConfigMap") && d.body().at("/metadata/labels/grafana_dashboard").isTextual();
+    }
+
+    /** The dashboards of the base (exactly one is expected: see {@link #kinds}). */
+    List<Document> dashboards() {
+        return allBaseResources().stream().filter(ManifestChecks::isDashboard).toList();
     }
 
     Document deployment() {

@@ -35,28 +35,45 @@ class RetentionJobTest {
     }
 
     @Test
-    void deletesOnlyFinishedRowsOlderThanTheRetention() throws Exception {
+    void deletesOnlyFinishedRowsPastTheRefundWindowAndNothingStripeStillMoves() throws Exception {
+        // The refund window (180 d by default) is longer than the retention (7 d): it decides for charges and refunds.
         String prefix = "ret-" + UUID.randomUUID();
-        insert(prefix + "-old-completed", "completed", "8 days");
-        insert(prefix + "-old-failed", "failed", "8 days");
-        insert(prefix + "-young-completed", "completed", "6 days");
-        insert(prefix + "-old-processing", "processing", "30 days");
+        insert(prefix + "-old-completed", "completed", null, "181 days");
+        insert(prefix + "-old-failed", "failed", null, "181 days");
+        insert(prefix + "-refundable", "completed", "succeeded", "179 days");
+        insert(prefix + "-failed-in-window", "failed", "failed", "8 days");
+        insert(prefix + "-old-processing", "processing", null, "400 days");
+        insert(prefix + "-old-debit-on-its-way", "accepted", "processing", "200 days");
+        insert(prefix + "-old-debit-settled", "accepted", "succeeded", "200 days");
+        String refunded = insert(prefix + "-old-refunded", "completed", "succeeded", "200 days");
+        insertRefund(refunded, prefix + "-old-refund", "completed", "succeeded", "190 days");
+        String refundPending = insert(prefix + "-old-refund-pending", "completed", "succeeded", "200 days");
+        insertRefund(refundPending, prefix + "-pending-refund", "accepted", "pending", "190 days");
 
         retention.pass();
 
-        assertEquals(0, count(prefix + "-old-completed"));
-        assertEquals(0, count(prefix + "-old-failed"));
-        assertEquals(1, count(prefix + "-young-completed"), "inside the retention: still replayed");
-        assertEquals(1, count(prefix + "-old-processing"), "never delete an unfinished charge, whatever its age");
+        assertEquals(0, count("stripe_intents", prefix + "-old-completed"));
+        assertEquals(0, count("stripe_intents", prefix + "-old-failed"));
+        assertEquals(1, count("stripe_intents", prefix + "-refundable"), "inside the refund window: it can still be refunded");
+        assertEquals(1, count("stripe_intents", prefix + "-failed-in-window"), "inside the windows: still replayed");
+        assertEquals(1, count("stripe_intents", prefix + "-old-processing"), "never delete an unfinished charge, whatever its age");
+        assertEquals(1, count("stripe_intents", prefix + "-old-debit-on-its-way"), "Stripe has not finished it: still followed");
+        assertEquals(0, count("stripe_intents", prefix + "-old-debit-settled"));
+        assertEquals(0, count("stripe_refunds", prefix + "-old-refund"), "an old settled refund goes...");
+        assertEquals(0, count("stripe_intents", prefix + "-old-refunded"), "...and then its charge");
+        assertEquals(1, count("stripe_refunds", prefix + "-pending-refund"), "a refund Stripe has not finished stays...");
+        assertEquals(1, count("stripe_intents", prefix + "-old-refund-pending"), "...and so does its charge");
     }
 
-    private void insert(String key, String status, String age) throws Exception {
+    /** A charge row finished {@code age} ago (created then too); returns its id. */
+    private String insert(String key, String status, String chargeStatus, String age) throws Exception {
         boolean finished = !"processing".equals(status);
+        String id = "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24);
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
-                    lease_until, response_status, response_body, finished_at, created_at)
-                VALUES (?, 'retention-test', ?, 'f', '{}', 100, 'usd', ?, ?, ?, ?, ?, now() - ?::interval)""")) {
-            ps.setString(1, "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
+                    lease_until, response_status, response_body, finished_at, created_at, charge_status, payment_intent_id)
+                VALUES (?, 'retention-test', ?, 'f', '{}', 100, 'usd', ?, ?, ?, ?, ?, now() - ?::interval, ?, ?)""")) {
+            ps.setString(1, id);
             ps.setString(2, key);
             ps.setString(3, status);
             ps.setObject(4, finished ? null : java.sql.Timestamp.from(java.time.Instant.now().plusSeconds(3600)));
@@ -64,6 +81,27 @@ class RetentionJobTest {
             ps.setString(6, finished ? "{}" : null);
             ps.setObject(7, finished ? java.sql.Timestamp.from(java.time.Instant.now().minus(parseDays(age))) : null);
             ps.setString(8, age);
+            ps.setString(9, chargeStatus);
+            ps.setString(10, chargeStatus == null ? null : "pi_" + id.substring(4));
+            ps.executeUpdate();
+        }
+        return id;
+    }
+
+    private void insertRefund(String chargeId, String key, String status, String refundStatus, String age) throws Exception {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                INSERT INTO stripe_refunds (id, charge_id, client_id, idempotency_key, fingerprint, request, amount, currency,
+                    status, response_status, response_body, finished_at, created_at, refund_status, stripe_refund_id)
+                VALUES (?, ?, 'retention-test', ?, 'f', '{}', 50, 'usd', ?, 201, '{}', now() - ?::interval, now() - ?::interval,
+                        ?, ?)""")) {
+            ps.setString(1, "rfd_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
+            ps.setString(2, chargeId);
+            ps.setString(3, key);
+            ps.setString(4, status);
+            ps.setString(5, age);
+            ps.setString(6, age);
+            ps.setString(7, refundStatus);
+            ps.setString(8, "re_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
             ps.executeUpdate();
         }
     }
@@ -72,9 +110,9 @@ class RetentionJobTest {
         return Duration.ofDays(Long.parseLong(age.split(" ")[0]));
     }
 
-    private long count(String key) throws Exception {
+    private long count(String table, String key) throws Exception {
         try (Connection c = primary.getConnection();
-             PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM stripe_intents WHERE idempotency_key = ?")) {
+             PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + table + " WHERE idempotency_key = ?")) {
             ps.setString(1, key);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();

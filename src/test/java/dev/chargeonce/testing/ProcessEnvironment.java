@@ -40,6 +40,8 @@ public final class ProcessEnvironment implements AutoCloseable {
         config.put("chargeonce.stripe.api-base", stripe.baseUrl());
         config.put("chargeonce.auth.clients", TestClients.config());
         config.put("chargeonce.stripe.webhook-secret", PostgresAndSandbox.WEBHOOK_SECRET);
+        // Tests that count Stripe's requests must not see the reconciliation's lists; those that test it enable it.
+        config.put("chargeonce.reconciliation.enabled", "false");
         return config;
     }
 

@@ -109,11 +109,16 @@ public final class SandboxControl {
      * PaymentIntent, with no idempotency key and none of the service's metadata.
      */
     public JsonNode refundOutsideTheService(String paymentIntentId) {
+        return refundOutsideTheService(paymentIntentId, "");
+    }
+
+    /** The same, with extra form parameters ({@code &amount=100&metadata[chargeonce_key]=...}). */
+    public JsonNode refundOutsideTheService(String paymentIntentId, String moreForm) {
         try {
             HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/refunds"))
                     .header("Authorization", "Bearer sk_test_sandbox")
                     .header("Content-Type", "application/x-www-form-urlencoded")
-                    .POST(HttpRequest.BodyPublishers.ofString("payment_intent=" + paymentIntentId)).build(),
+                    .POST(HttpRequest.BodyPublishers.ofString("payment_intent=" + paymentIntentId + moreForm)).build(),
                     HttpResponse.BodyHandlers.ofString());
             if (r.statusCode() != 200) {
                 throw new AssertionError("the sandbox refused the outside refund: " + r.statusCode() + " " + r.body());
@@ -125,6 +130,11 @@ public final class SandboxControl {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
+    }
+
+    /** Stripe loses a PaymentIntent (for reconciliation's "missing at Stripe"). */
+    public void forget(String paymentIntentId) {
+        post("/_sandbox/payment_intents/" + paymentIntentId + "/forget");
     }
 
     /** A pending PaymentIntent reaches its outcome. */
@@ -169,7 +179,7 @@ public final class SandboxControl {
     }
 
     public void clearFaults() {
-        faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&list_empty_has_more=0&list_latency_ms=0&plan=");
+        faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&list_empty_has_more=0&list_latency_ms=0&list_rate_limit=0&plan=");
     }
 
     private JsonNode get(String path) {

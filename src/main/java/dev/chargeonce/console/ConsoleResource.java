@@ -1,0 +1,120 @@
+package dev.chargeonce.console;
+
+import dev.chargeonce.auth.OperatorFilter;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.idempotency.RowView;
+import dev.chargeonce.reconcile.OperatorActions;
+import dev.chargeonce.reconcile.ReconciliationStore;
+import dev.chargeonce.reconcile.RowStories;
+import dev.chargeonce.web.ApiException;
+import io.quarkus.qute.CheckedTemplate;
+import io.quarkus.qute.TemplateInstance;
+import io.smallrye.common.annotation.RunOnVirtualThread;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.FormParam;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.QueryParam;
+import jakarta.ws.rs.container.ContainerRequestContext;
+import jakarta.ws.rs.core.Context;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The operator's console: one page of what needs an operator (open findings, parked and stuck rows, runs, recent
+ * actions) and a page per row with its story and the safe actions, as plain HTML forms. Thin: it reads through
+ * {@link RowStories} and acts through {@link OperatorActions}, which fence and record every action.
+ */
+@Path("/console")
+@Produces(MediaType.TEXT_HTML)
+public class ConsoleResource {
+
+    @CheckedTemplate
+    static class Templates {
+        static native TemplateInstance index(String operator, List<ReconciliationStore.StoredFinding> findings, List<RowView> rows,
+                                             List<ReconciliationStore.Run> runs, List<ReconciliationStore.AuditEntry> actions,
+                                             String message, String token);
+
+        static native TemplateInstance row(String operator, RowStories.RowStory story, String operation, String message,
+                                           boolean done, String token);
+    }
+
+    private final RowStories stories;
+    private final OperatorActions actions;
+    private final FormTokens tokens;
+
+    ConsoleResource(RowStories stories, OperatorActions actions, FormTokens tokens) {
+        this.stories = stories;
+        this.actions = actions;
+        this.tokens = tokens;
+    }
+
+    @GET
+    @RunOnVirtualThread
+    public TemplateInstance index(@Context ContainerRequestContext request, @QueryParam("message") String message) {
+        String operator = OperatorFilter.operator(request);
+        return Templates.index(operator, stories.findings(true, 200), stories.attentionRows(200), stories.runs(10),
+                stories.recentActions(20), message, tokens.tokenFor(operator));
+    }
+
+    @GET
+    @Path("/rows/{operation}/{id}")
+    @RunOnVirtualThread
+    public TemplateInstance row(@Context ContainerRequestContext request, @PathParam("operation") String operation,
+                                @PathParam("id") String id, @QueryParam("message") String message, @QueryParam("done") boolean done) {
+        Operation op = operation(operation);
+        String operator = OperatorFilter.operator(request);
+        RowStories.RowStory story = stories.story(op, id).orElseThrow(() -> new ApiException(404, "invalid_request_error",
+                "resource_missing", "No such " + operation + ": " + id, "id", null));
+        return Templates.row(operator, story, op.name().toLowerCase(Locale.ROOT), message, done, tokens.tokenFor(operator));
+    }
+
+    @POST
+    @Path("/rows/{operation}/{id}/{action}")
+    @Consumes(MediaType.APPLICATION_FORM_URLENCODED)
+    @RunOnVirtualThread
+    public Response act(@Context ContainerRequestContext request, @PathParam("operation") String operation, @PathParam("id") String id,
+                        @PathParam("action") String action, @FormParam("lease_gen") int leaseGeneration, @FormParam("reason") String reason,
+                        @FormParam("object") String object, @FormParam("token") String token) {
+        String operator = OperatorFilter.operator(request);
+        tokens.check(operator, token);
+        Operation op = operation(operation);
+        OperatorActions.Outcome outcome = switch (action) {
+            case "attach" -> actions.attach(operator, op, id, leaseGeneration, object, reason);
+            case "mark-failed" -> actions.markFailed(operator, op, id, leaseGeneration, reason);
+            case "requeue" -> actions.requeue(operator, op, id, leaseGeneration, reason);
+            default -> throw new ApiException(404, "invalid_request_error", "resource_missing", "No such action: " + action, "action", null);
+        };
+        // Post, then redirect, then get: a reload never repeats the action.
+        return Response.seeOther(URI.create("/console/rows/" + op.name().toLowerCase(Locale.ROOT) + "/" + id + "?done=" + outcome.done()
+                + "&message=" + URLEncoder.encode(outcome.message(), StandardCharsets.UTF_8))).build();
+    }
+
+    @POST
+    @Path("/findings/{id}/acknowledge")
+    @Consumes(MediaType.APPLICATION_FORM_URLENCODED)
+    @RunOnVirtualThread
+    public Response acknowledge(@Context ContainerRequestContext request, @PathParam("id") long id, @FormParam("note") String note,
+                                @FormParam("token") String token) {
+        String operator = OperatorFilter.operator(request);
+        tokens.check(operator, token);
+        OperatorActions.Outcome outcome = actions.acknowledge(operator, id, note);
+        return Response.seeOther(URI.create("/console?message=" + URLEncoder.encode(outcome.message(), StandardCharsets.UTF_8))).build();
+    }
+
+    private static Operation operation(String operation) {
+        return switch (operation) {
+            case "charge" -> Operation.CHARGE;
+            case "refund" -> Operation.REFUND;
+            default -> throw new ApiException(404, "invalid_request_error", "resource_missing", "No such operation: " + operation, "operation", null);
+        };
+    }
+}

@@ -1,0 +1,568 @@
+package dev.chargeonce.reconcile;
+
+import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.IntentStatus;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.idempotency.RowView;
+import dev.chargeonce.operation.OperationDriver;
+import dev.chargeonce.recovery.RecoveryConfig;
+import dev.chargeonce.stripe.StripeConfig;
+import dev.chargeonce.stripe.StripeGateway;
+import dev.chargeonce.stripe.StripeGateway.RecordPage;
+import dev.chargeonce.stripe.StripeGateway.StripeRecord;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.quarkus.scheduler.Scheduled;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.jboss.logging.Logger;
+
+/**
+ * Compares what this service holds with Stripe's own records, window by window, and records every difference as
+ * a {@link Finding} once. Scheduled on every instance; one runs it at a time, under the job's lease on the primary.
+ * A run is resumable: after every page it writes its phase and cursor (fenced by the lease), so a run that a
+ * {@code kill -9} stopped goes on from there under the next holder, and the findings it records again are the same
+ * findings (recorded once). Costs are bounded: pages per pass, pages per run, Stripe reads per second, and a
+ * doubling back-off on {@code 429}. It reads Stripe's lists (consistent), never its search (which lags), and never
+ * writes to Stripe.
+ *
+ * <p>The phases of a run over {@code [from, to)}:
+ * <ol>
+ *   <li>{@code payment_intents}: Stripe's PaymentIntents created in the window (widened by the clock skew), each
+ *       held against the rows that name it or carry its key's identity: unknown, unrecorded, duplicate, different.</li>
+ *   <li>{@code charges}: our charges answered in the window that Stripe did not show in phase 1, each retrieved by
+ *       id: missing or different; and for charges with refunds, their total against Stripe's refunds.</li>
+ *   <li>{@code refunds} and {@code refund_rows}: the same for refunds.</li>
+ *   <li>{@code rows}: rows parked for an operator, or processing for too long (the job resolves these findings
+ *       itself once the row is no longer so).</li>
+ * </ol>
+ */
+@ApplicationScoped
+public class ReconciliationJob {
+
+    private static final Logger LOG = Logger.getLogger(ReconciliationJob.class);
+    private static final int ROW_PAGE = 200;
+    private static final int ATTENTION_LIMIT = 1000;
+    private static final Duration MAX_BACKOFF = Duration.ofSeconds(32);
+
+    private final ReconciliationStore store;
+    private final IdempotencyStore rows;
+    private final StripeGateway stripe;
+    private final OperationDriver driver;
+    private final ReconciliationConfig config;
+    private final StripeConfig stripeConfig;
+    private final RecoveryConfig recovery;
+    private final String holder = "instance-" + UUID.randomUUID();
+    private final MeterRegistry metrics;
+    private final Counter pages;
+    private final Counter rateLimited;
+    private final Map<FindingKind, AtomicLong> open = new EnumMap<>(FindingKind.class);
+    private final AtomicLong lastCompleted = new AtomicLong();
+    private final java.util.concurrent.locks.ReentrantLock passing = new java.util.concurrent.locks.ReentrantLock();
+
+    ReconciliationJob(ReconciliationStore store, IdempotencyStore rows, StripeGateway stripe, OperationDriver driver,
+                      ReconciliationConfig config, StripeConfig stripeConfig, RecoveryConfig recovery, MeterRegistry metrics) {
+        this.store = store;
+        this.rows = rows;
+        this.stripe = stripe;
+        this.driver = driver;
+        this.config = config;
+        this.stripeConfig = stripeConfig;
+        this.recovery = recovery;
+        this.metrics = metrics;
+        this.pages = metrics.counter("chargeonce.reconciliation.pages");
+        this.rateLimited = metrics.counter("chargeonce.reconciliation.rate.limited");
+        for (FindingKind kind : FindingKind.values()) {
+            AtomicLong gauge = new AtomicLong();
+            open.put(kind, gauge);
+            metrics.gauge("chargeonce.reconciliation.open.findings", Tags.of("kind", kind.column()), gauge);
+            // Registered up front, so that the first finding of a kind is an increase from 0 that alerts see.
+            metrics.counter("chargeonce.reconciliation.findings", "finding", kind.column());
+        }
+        metrics.gauge("chargeonce.reconciliation.last.completed.timestamp.seconds", lastCompleted);
+    }
+
+    @Scheduled(identity = "reconciliation", every = "${chargeonce.reconciliation.interval:10m}", delayed = "${chargeonce.reconciliation.initial-delay:1m}",
+            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    void scheduled() {
+        if (!config.enabled()) {
+            return;
+        }
+        try {
+            pass();
+        } catch (DatabaseUnavailableException | StripeGateway.LookupFailedException e) {
+            LOG.warnf("reconciliation pass ended early: %s", e.getMessage());
+        }
+    }
+
+    /** A pass whose failure is only logged (an on-demand pass in the background). */
+    void passQuietly() {
+        try {
+            pass();
+        } catch (RuntimeException e) {
+            LOG.warnf("reconciliation pass ended early: %s", e.getMessage());
+        }
+    }
+
+    /** Queues a run over a window (an operator's, or a test's); the next pass runs it. */
+    public ReconciliationStore.Run request(Instant from, Instant to, String requestedBy) {
+        if (!from.isBefore(to)) {
+            throw new IllegalArgumentException("the window must start before it ends");
+        }
+        return store.queue(from, to, requestedBy);
+    }
+
+    /** What one pass did. */
+    public record PassResult(boolean ran, Long runId, String status, int pages, int newFindings) {
+    }
+
+    /**
+     * One pass: takes the job's lease (or does nothing when another instance holds it), finishes the oldest open
+     * run or starts the scheduled one that is due, within the pass's page budget.
+     */
+    public PassResult pass() {
+        // One pass per instance at a time (the schedule and an operator's request may meet): the lease is per
+        // instance, so it would let both in.
+        if (!passing.tryLock()) {
+            return new PassResult(false, null, null, 0, 0);
+        }
+        try {
+            return passHoldingTheLock();
+        } finally {
+            passing.unlock();
+        }
+    }
+
+    private PassResult passHoldingTheLock() {
+        Optional<ReconciliationStore.JobLease> acquired = store.acquire(holder, config.lease());
+        if (acquired.isEmpty()) {
+            return new PassResult(false, null, null, 0, 0);
+        }
+        ReconciliationStore.JobLease lease = acquired.get();
+        try {
+            Optional<ReconciliationStore.Run> open = store.nextOpenRun();
+            ReconciliationStore.Run run = open.orElseGet(this::scheduledRun);
+            if (run == null) {
+                return new PassResult(true, null, null, 0, 0);
+            }
+            return execute(lease, run);
+        } finally {
+            refreshGauges();
+            store.release(lease);
+        }
+    }
+
+    /** The scheduled window that is due: from where the last one ended (less the overlap) to the settle delay ago. */
+    private ReconciliationStore.Run scheduledRun() {
+        Instant to = Instant.now().minus(config.settleDelay());
+        Instant from = store.lastScheduledWindowEnd().map(end -> end.minus(config.overlap()))
+                .orElse(to.minus(config.firstWindow()));
+        if (!from.isBefore(to.minus(config.overlap()))) {
+            return null; // nothing new since the last window
+        }
+        return store.queue(from, to, "schedule");
+    }
+
+    private PassResult execute(ReconciliationStore.JobLease lease, ReconciliationStore.Run run) {
+        RunState state = new RunState(lease, run);
+        try {
+            while (!state.phase.equals("done")) {
+                if (state.pagesThisPass >= config.pagesPerPass()) {
+                    LOG.infof("reconciliation run %d: page budget of the pass spent in phase %s; the next pass goes on", run.id(), state.phase);
+                    return state.result("running");
+                }
+                if (run.pages() + state.pagesThisPass >= config.maxPagesPerRun()) {
+                    store.finish(lease, run.id(), "failed", "more than chargeonce.reconciliation.max-pages-per-run ("
+                            + config.maxPagesPerRun() + ") pages: split the window");
+                    return state.result("failed");
+                }
+                if (!step(state)) {
+                    return state.result("running"); // lease lost, or Stripe kept refusing: resumed later
+                }
+            }
+            store.finish(lease, run.id(), "completed", null);
+            LOG.infof("reconciliation run %d over [%s, %s) completed: %d new finding(s)", run.id(), run.from(), run.to(),
+                    run.newFindings() + state.newFindings);
+            return state.result("completed");
+        } catch (RuntimeException e) {
+            LOG.warnf("reconciliation run %d stopped in phase %s: %s", run.id(), state.phase, e.getMessage());
+            throw e;
+        }
+    }
+
+    /** Where a run stands within this pass. */
+    private final class RunState {
+        final ReconciliationStore.JobLease lease;
+        final ReconciliationStore.Run run;
+        final Instant listFrom;
+        final Instant listTo;
+        String phase;
+        String cursor;
+        int pagesThisPass;
+        int newFindings;
+
+        RunState(ReconciliationStore.JobLease lease, ReconciliationStore.Run run) {
+            this.lease = lease;
+            this.run = run;
+            this.phase = run.phase();
+            this.cursor = run.cursor();
+            this.listFrom = run.from().minus(stripeConfig.lookupSkew());
+            this.listTo = run.to().plus(stripeConfig.lookupSkew());
+        }
+
+        PassResult result(String status) {
+            return new PassResult(true, run.id(), status, pagesThisPass, newFindings);
+        }
+    }
+
+    /** One page of the current phase, its findings recorded and its checkpoint written; false to stop the pass. */
+    private boolean step(RunState s) {
+        String nextPhase = s.phase;
+        String nextCursor;
+        int objects;
+        List<Finding> found = new ArrayList<>();
+        switch (s.phase) {
+            case "payment_intents", "refunds" -> {
+                Operation op = s.phase.equals("refunds") ? Operation.REFUND : Operation.CHARGE;
+                Optional<RecordPage> page = withBackoff(s, () -> op == Operation.REFUND
+                        ? stripe.listRefunds(s.listFrom, s.listTo, null, s.cursor)
+                        : stripe.listPaymentIntents(s.listFrom, s.listTo, s.cursor));
+                if (page.isEmpty()) {
+                    return false;
+                }
+                objects = page.get().records().size();
+                found.addAll(compareStripePage(s.run.id(), op, page.get().records()));
+                boolean more = page.get().hasMore() && !page.get().records().isEmpty();
+                nextCursor = more ? page.get().lastId() : null;
+                if (!more) {
+                    nextPhase = op == Operation.REFUND ? "refund_rows" : "charges";
+                }
+            }
+            case "charges", "refund_rows" -> {
+                Operation op = s.phase.equals("refund_rows") ? Operation.REFUND : Operation.CHARGE;
+                Instant afterFinished = null;
+                String afterId = null;
+                if (s.cursor != null) {
+                    int bar = s.cursor.indexOf('|');
+                    afterFinished = Instant.parse(s.cursor.substring(0, bar));
+                    afterId = s.cursor.substring(bar + 1);
+                }
+                List<RowView> page = rows.finishedBetween(op, s.run.from(), s.run.to(), afterFinished, afterId, ROW_PAGE);
+                objects = page.size();
+                Optional<List<Finding>> checked = withBackoff(s, () -> checkOurRows(s.run.id(), op, page));
+                if (checked.isEmpty()) {
+                    return false;
+                }
+                found.addAll(checked.get());
+                if (page.size() == ROW_PAGE) {
+                    RowView last = page.get(page.size() - 1);
+                    nextCursor = last.finishedAt() + "|" + last.id();
+                } else {
+                    nextCursor = null;
+                    nextPhase = op == Operation.REFUND ? "rows" : "refunds";
+                }
+            }
+            case "rows" -> {
+                found.addAll(attentionRows());
+                objects = found.size();
+                nextCursor = null;
+                nextPhase = "done";
+            }
+            default -> throw new IllegalStateException("unknown reconciliation phase " + s.phase);
+        }
+        List<Finding> fresh = store.record(s.run.id(), found);
+        for (Finding f : fresh) {
+            metrics.counter("chargeonce.reconciliation.findings", "finding", f.kind().column()).increment();
+            LOG.warnf("reconciliation finding %s about %s: %s", f.kind().column(), f.subject(), f.detail());
+        }
+        boolean stripePage = !s.phase.equals("rows");
+        // The lease is renewed page by page: a pass lasts as long as its pages take, a killed holder's only a lease.
+        if (!store.renew(s.lease, config.lease()) || !store.checkpoint(s.lease, s.run.id(), nextPhase, nextCursor, stripePage ? 1 : 0, objects, 0, fresh.size())) {
+            LOG.warnf("reconciliation run %d: the job's lease was lost; another instance goes on from the last checkpoint", s.run.id());
+            return false;
+        }
+        if (stripePage) {
+            pages.increment();
+            s.pagesThisPass++;
+        }
+        s.newFindings += fresh.size();
+        s.phase = nextPhase;
+        s.cursor = nextCursor;
+        return true;
+    }
+
+    /**
+     * Calls Stripe at the configured pace; a {@code 429} is waited out with a doubling back-off (the lease renewed
+     * meanwhile). Empty when Stripe kept refusing until the longest back-off, or the lease was lost: the pass ends
+     * and the run resumes from its checkpoint.
+     */
+    private <T> Optional<T> withBackoff(RunState s, Supplier<T> call) {
+        Duration backoff = config.rateLimitBackoff();
+        while (true) {
+            pace();
+            try {
+                return Optional.of(call.get());
+            } catch (StripeGateway.RateLimitedException e) {
+                rateLimited.increment();
+                store.checkpoint(s.lease, s.run.id(), s.phase, s.cursor, 0, 0, 1, 0);
+                if (backoff.compareTo(MAX_BACKOFF) > 0) {
+                    LOG.warnf("reconciliation run %d: Stripe still rate-limits after backing off %s; the next pass goes on", s.run.id(), MAX_BACKOFF);
+                    return Optional.empty();
+                }
+                if (!store.renew(s.lease, config.lease().plus(backoff))) {
+                    return Optional.empty();
+                }
+                sleep(backoff);
+                backoff = backoff.multipliedBy(2);
+            }
+        }
+    }
+
+    private void pace() {
+        sleep(Duration.ofMillis(1000L / Math.max(1, config.requestsPerSecond())));
+    }
+
+    private static void sleep(Duration duration) {
+        try {
+            Thread.sleep(duration.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    // ---- phase 1 and 3: Stripe's objects against our rows ------------------------------------------------------
+
+    private List<Finding> compareStripePage(long runId, Operation op, List<StripeRecord> records) {
+        List<StripeRecord> ours = records.stream().filter(r -> r.identity() != null || r.legacyChargeId() != null).toList();
+        Set<String> ids = new LinkedHashSet<>();
+        Set<String> identities = new LinkedHashSet<>();
+        for (StripeRecord r : ours) {
+            ids.add(r.id());
+            if (r.identity() != null) {
+                identities.add(r.identity());
+            }
+        }
+        List<RowView> candidates = rows.viewsOf(op, ids, identities);
+        Map<String, RowView> byObject = new HashMap<>();
+        Map<String, List<RowView>> byIdentity = new HashMap<>();
+        for (RowView row : candidates) {
+            if (row.objectId() != null) {
+                byObject.put(row.objectId(), row);
+            }
+            if (row.identity() != null) {
+                byIdentity.computeIfAbsent(row.identity(), k -> new ArrayList<>()).add(row);
+            }
+        }
+        List<Finding> found = new ArrayList<>();
+        Set<String> seen = new HashSet<>();
+        Map<String, List<StripeRecord>> movingByIdentity = new HashMap<>();
+        for (StripeRecord r : ours) {
+            seen.add(r.id());
+            if (r.identity() != null && r.movesMoney()) {
+                movingByIdentity.computeIfAbsent(r.identity(), k -> new ArrayList<>()).add(r);
+            }
+            RowView named = byObject.get(r.id());
+            if (named == null && r.legacyChargeId() != null) {
+                named = candidates.stream().filter(row -> row.id().equals(r.legacyChargeId())).findFirst().orElse(null);
+            }
+            if (named != null) {
+                seen.add(named.id());
+                compare(op, named, r).ifPresent(found::add);
+                continue;
+            }
+            if (!r.movesMoney()) {
+                continue; // an attempt that failed or was canceled moved no money: nothing to reconcile
+            }
+            List<RowView> keyRows = r.identity() == null ? List.of() : byIdentity.getOrDefault(r.identity(), List.of());
+            if (keyRows.isEmpty()) {
+                found.add(new Finding(op == Operation.REFUND ? FindingKind.UNKNOWN_REFUND : FindingKind.UNKNOWN_PAYMENT_INTENT,
+                        r.id(), op, null, r.id(), r.clientId(), describe(r) + ": no row here has its key"));
+                continue;
+            }
+            for (RowView row : keyRows) {
+                if (row.objectId() != null && !row.objectId().equals(r.id())) {
+                    found.add(new Finding(op == Operation.REFUND ? FindingKind.DUPLICATE_REFUNDS : FindingKind.DUPLICATE_PAYMENT_INTENTS,
+                            r.identity(), op, row.id(), r.id(), row.clientId(), describe(r) + " and " + row.objectId()
+                            + " (named by " + row.id() + ") both belong to one key"));
+                } else if (row.objectId() == null && !beingDriven(row)) {
+                    found.add(new Finding(op == Operation.REFUND ? FindingKind.UNRECORDED_REFUND : FindingKind.UNRECORDED_PAYMENT_INTENT,
+                            r.id(), op, row.id(), r.id(), row.clientId(), describe(r) + " belongs to " + row.id() + ", which is "
+                            + row.status().column() + (row.parked() ? " (parked)" : "") + " and names none"));
+                }
+            }
+        }
+        // Two that moved money for one key within this page, whatever the rows say.
+        movingByIdentity.forEach((identity, moving) -> {
+            if (moving.size() > 1) {
+                List<RowView> keyRows = byIdentity.getOrDefault(identity, List.of());
+                found.add(new Finding(op == Operation.REFUND ? FindingKind.DUPLICATE_REFUNDS : FindingKind.DUPLICATE_PAYMENT_INTENTS,
+                        identity, op, keyRows.isEmpty() ? null : keyRows.get(0).id(), moving.get(0).id(), moving.get(0).clientId(),
+                        moving.size() + " objects for one key: " + moving.stream().map(StripeRecord::id).toList()));
+            }
+        });
+        store.saw(runId, seen);
+        return dedupe(found);
+    }
+
+    /** A row whose key is being driven right now (young, not parked): its object is on its way, not a difference. */
+    private boolean beingDriven(RowView row) {
+        return row.status() == IntentStatus.PROCESSING && !row.parked()
+                && row.createdAt().isAfter(Instant.now().minus(recovery.overdueAfter()));
+    }
+
+    /** The row that names a Stripe object against that object: amount, currency, state. */
+    private Optional<Finding> compare(Operation op, RowView row, StripeRecord r) {
+        List<String> differences = new ArrayList<>();
+        if (row.amount() != r.amount()) {
+            differences.add("amount " + row.amount() + " here, " + r.amount() + " at Stripe");
+        }
+        if (r.currency() != null && !r.currency().equalsIgnoreCase(row.currency())) {
+            differences.add("currency " + row.currency() + " here, " + r.currency() + " at Stripe");
+        }
+        Optional<String> stripeState = driver.side(op).state(r.outcome());
+        String ourState = ourState(row);
+        boolean settledLongEnough = row.updatedAt() != null && row.updatedAt().isBefore(Instant.now().minus(config.grace()));
+        if (row.status() != IntentStatus.PROCESSING && stripeState.isPresent() && !stripeState.get().equals(ourState) && settledLongEnough) {
+            differences.add("state " + ourState + " here, " + stripeState.get() + " at Stripe (" + r.status() + ")");
+        }
+        if (differences.isEmpty()) {
+            return Optional.empty();
+        }
+        return Optional.of(new Finding(op == Operation.REFUND ? FindingKind.REFUND_DIFFERS : FindingKind.DIFFERS_AT_STRIPE, row.id(),
+                op, row.id(), r.id(), row.clientId(), String.join("; ", differences)));
+    }
+
+    /** The row's Stripe state; rows answered before the state column existed: by their answer. */
+    private static String ourState(RowView row) {
+        if (row.state() != null) {
+            return row.state();
+        }
+        return switch (row.status()) {
+            case COMPLETED -> "succeeded";
+            case FAILED -> "failed";
+            case PROCESSING, ACCEPTED -> "processing";
+        };
+    }
+
+    private static String describe(StripeRecord r) {
+        return (r.refund() ? "refund " : "PaymentIntent ") + r.id() + " (" + r.status() + ", " + r.amount() + " " + r.currency()
+                + (r.refund() ? ", on " + r.paymentIntentId() : "") + ")";
+    }
+
+    // ---- phase 2 and 4: our rows against Stripe ------------------------------------------------------------------
+
+    private List<Finding> checkOurRows(long runId, Operation op, List<RowView> page) {
+        List<Finding> found = new ArrayList<>();
+        Set<String> seen = store.seen(runId, page.stream().map(RowView::id).toList());
+        for (RowView row : page) {
+            if (row.objectId() != null && !seen.contains(row.id())) {
+                pace();
+                Optional<StripeRecord> atStripe = op == Operation.REFUND ? stripe.refundRecord(row.objectId())
+                        : stripe.paymentIntentRecord(row.objectId());
+                if (atStripe.isEmpty()) {
+                    found.add(new Finding(op == Operation.REFUND ? FindingKind.REFUND_MISSING_AT_STRIPE : FindingKind.MISSING_AT_STRIPE,
+                            row.id(), op, row.id(), row.objectId(), row.clientId(), row.id() + " (" + row.status().column()
+                            + ", " + ourState(row) + ") names " + row.objectId() + ", which Stripe does not have"));
+                } else {
+                    compare(op, row, atStripe.get()).ifPresent(found::add);
+                }
+            }
+            if (op == Operation.CHARGE && row.amountReserved() > 0 && row.objectId() != null) {
+                refundTotal(row).ifPresent(found::add);
+            }
+        }
+        return found;
+    }
+
+    /**
+     * A charge's refunds here (answered ones: a refund still being driven may or may not exist at Stripe yet)
+     * against the refunds Stripe made on its PaymentIntent (but those of our refunds still being driven).
+     */
+    private Optional<Finding> refundTotal(RowView charge) {
+        List<RowView> refunds = rows.refundsOf(charge.id());
+        Set<String> drivenIdentities = new HashSet<>();
+        long reservedByDriven = 0;
+        for (RowView refund : refunds) {
+            if (refund.status() == IntentStatus.PROCESSING) {
+                drivenIdentities.add(refund.identity());
+                reservedByDriven += refund.amount();
+            }
+        }
+        long ours = charge.amountReserved() - reservedByDriven;
+        long atStripe = 0;
+        String after = null;
+        do {
+            pace();
+            RecordPage page = stripe.listRefunds(Instant.EPOCH, Instant.now().plus(Duration.ofDays(1)), charge.objectId(), after);
+            for (StripeRecord r : page.records()) {
+                if (r.movesMoney() && (r.identity() == null || !drivenIdentities.contains(r.identity()))) {
+                    atStripe += r.amount();
+                }
+            }
+            after = page.hasMore() && !page.records().isEmpty() ? page.lastId() : null;
+        } while (after != null);
+        if (ours == atStripe) {
+            return Optional.empty();
+        }
+        return Optional.of(new Finding(FindingKind.REFUND_TOTAL_DIFFERS, charge.id(), Operation.CHARGE, charge.id(), charge.objectId(),
+                charge.clientId(), "refunds of " + charge.id() + " add up to " + ours + " here and " + atStripe + " at Stripe ("
+                        + charge.objectId() + ")"));
+    }
+
+    // ---- phase 5: rows for an operator ---------------------------------------------------------------------------
+
+    private List<Finding> attentionRows() {
+        List<Finding> found = new ArrayList<>();
+        List<String> subjects = new ArrayList<>();
+        for (Operation op : Operation.values()) {
+            for (RowView row : rows.attentionRows(op, recovery.overdueAfter(), ATTENTION_LIMIT)) {
+                FindingKind kind = row.parked() ? FindingKind.PARKED_ROW : FindingKind.STUCK_ROW;
+                found.add(new Finding(kind, row.id(), op, row.id(), row.objectId(), row.clientId(), row.parked()
+                        ? "parked: " + Objects.requireNonNullElse(row.parkedReason(), "no reason recorded")
+                        : "processing since " + row.createdAt() + ", driven " + row.leaseGeneration() + " time(s), Stripe attempt "
+                                + row.stripeAttempt() + (row.lastStripeError() == null ? "" : ", last error " + row.lastStripeError())));
+                subjects.add(row.id());
+            }
+        }
+        store.resolveNoLongerSeen(List.of(FindingKind.PARKED_ROW, FindingKind.STUCK_ROW), subjects);
+        return found;
+    }
+
+    private static List<Finding> dedupe(Collection<Finding> findings) {
+        Map<String, Finding> once = new java.util.LinkedHashMap<>();
+        for (Finding f : findings) {
+            once.putIfAbsent(f.kind() + " " + f.subject(), f);
+        }
+        return new ArrayList<>(once.values());
+    }
+
+    /** The open-findings gauges and the last completion, from the database (every instance exports them). */
+    @Scheduled(identity = "reconciliation-gauges", every = "${chargeonce.gauges.interval:15s}",
+            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    void refreshGauges() {
+        try {
+            store.openByKind().forEach((kind, count) -> open.get(kind).set(count));
+            store.lastCompletedAt().ifPresent(at -> lastCompleted.set(at.getEpochSecond()));
+        } catch (DatabaseUnavailableException e) {
+            // keep the last values; readiness reports the database
+        }
+    }
+}

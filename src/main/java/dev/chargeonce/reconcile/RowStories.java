@@ -1,0 +1,71 @@
+package dev.chargeonce.reconcile;
+
+import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.idempotency.RowView;
+import dev.chargeonce.recovery.RecoveryConfig;
+import dev.chargeonce.stripe.StripeKeys;
+import dev.chargeonce.webhook.StripeEventInbox;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.IntStream;
+
+/**
+ * What an operator reads before acting: the rows that need one, the findings, and a row's whole story (its claim,
+ * how often it was driven, the Stripe keys its attempts sent, its last Stripe error, the events that concerned it,
+ * what operators did to it). Reads only.
+ */
+@ApplicationScoped
+public class RowStories {
+
+    private static final int EVENTS = 200;
+    private static final int AUDIT = 200;
+
+    private final IdempotencyStore rows;
+    private final ReconciliationStore store;
+    private final StripeEventInbox inbox;
+    private final RecoveryConfig recovery;
+
+    RowStories(IdempotencyStore rows, ReconciliationStore store, StripeEventInbox inbox, RecoveryConfig recovery) {
+        this.rows = rows;
+        this.store = store;
+        this.inbox = inbox;
+        this.recovery = recovery;
+    }
+
+    /** A row's story. {@code stripeKeys}: every Stripe idempotency key its attempts used, first to current. */
+    public record RowStory(RowView row, List<String> stripeKeys, List<StripeEventInbox.RecordedEvent> events,
+                           List<ReconciliationStore.AuditEntry> actions, List<ReconciliationStore.StoredFinding> findings) {
+    }
+
+    public Optional<RowStory> story(Operation op, String rowId) {
+        return rows.view(op, rowId).map(row -> new RowStory(row,
+                row.identity() == null ? List.of() : IntStream.rangeClosed(1, row.stripeAttempt())
+                        .mapToObj(attempt -> StripeKeys.ofIdentity(op == Operation.REFUND, row.identity(), attempt)).toList(),
+                inbox.eventsOf(rowId, row.objectId(), EVENTS), store.auditTrail(rowId, AUDIT), store.openFindingsOfRow(rowId)));
+    }
+
+    /** Parked and stuck rows of both operations, oldest first. */
+    public List<RowView> attentionRows(int limitPerOperation) {
+        return java.util.Arrays.stream(Operation.values())
+                .flatMap(op -> rows.attentionRows(op, recovery.overdueAfter(), limitPerOperation).stream())
+                .sorted(java.util.Comparator.comparing(RowView::createdAt)).toList();
+    }
+
+    public List<ReconciliationStore.StoredFinding> findings(boolean openOnly, int limit) {
+        return store.findings(openOnly, limit);
+    }
+
+    public Optional<ReconciliationStore.StoredFinding> finding(long id) {
+        return store.finding(id);
+    }
+
+    public List<ReconciliationStore.Run> runs(int limit) {
+        return store.recentRuns(limit);
+    }
+
+    public List<ReconciliationStore.AuditEntry> recentActions(int limit) {
+        return store.auditTrail(null, limit);
+    }
+}

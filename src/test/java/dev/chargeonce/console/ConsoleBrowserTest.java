@@ -1,0 +1,177 @@
+package dev.chargeonce.console;
+
+import static dev.chargeonce.testing.TestClients.ACME;
+import static dev.chargeonce.testing.TestClients.ACME_KEY;
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chargeonce.charge.ChargeRequestParser;
+import dev.chargeonce.idempotency.Fingerprint;
+import dev.chargeonce.idempotency.RowIds;
+import dev.chargeonce.reconcile.ReconciliationJob;
+import dev.chargeonce.stripe.StripeKeys;
+import dev.chargeonce.testing.PostgresAndSandbox;
+import dev.chargeonce.testing.SandboxControl;
+import io.agroal.api.AgroalDataSource;
+import io.quarkus.test.common.TestResourceScope;
+import io.quarkus.test.common.WithTestResource;
+import io.quarkus.test.common.http.TestHTTPResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.http.ContentType;
+import io.restassured.response.Response;
+import jakarta.inject.Inject;
+import java.io.File;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.UUID;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.openqa.selenium.By;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+
+/**
+ * The operator's console in a real browser (Debian's headless Chromium): the page shows a parked row and its
+ * finding, an operator attaches the PaymentIntent reconciliation found, and the row and the audit trail are checked
+ * in PostgreSQL; the client's retry then replays the charge. Screenshots land in {@code target/console/}. Chromium
+ * and its driver are required (installed by {@code .ci/run}): without them this test fails, it never skips.
+ */
+@QuarkusTest
+@WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
+class ConsoleBrowserTest {
+
+    static final String CHROMIUM = "/usr/bin/chromium";
+    static final String CHROMEDRIVER = "/usr/bin/chromedriver";
+    static final String VISA = "{\"amount\": 1000, \"currency\": \"usd\", \"payment_method\": \"pm_card_visa\"}";
+    static final Path SCREENSHOTS = Path.of("target", "console");
+
+    @TestHTTPResource("/")
+    URL root;
+
+    @Inject
+    AgroalDataSource primary;
+
+    @Inject
+    ReconciliationJob job;
+
+    @ConfigProperty(name = "chargeonce.stripe.api-base")
+    String sandboxBase;
+
+    ChromeDriver browser;
+    SandboxControl stripe;
+
+    @BeforeEach
+    void openBrowser() throws Exception {
+        assertTrue(new File(CHROMIUM).canExecute() && new File(CHROMEDRIVER).canExecute(),
+                "the console test needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver; .ci/run does)");
+        stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+        ChromeOptions options = new ChromeOptions();
+        options.setBinary(CHROMIUM);
+        options.addArguments("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
+                "--user-data-dir=" + Files.createTempDirectory("chargeonce-chromium"));
+        ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(new File(CHROMEDRIVER))
+                .usingAnyFreePort().build();
+        browser = new ChromeDriver(service, options);
+        browser.manage().timeouts().pageLoadTimeout(Duration.ofSeconds(30));
+        Files.createDirectories(SCREENSHOTS);
+    }
+
+    @AfterEach
+    void closeBrowser() {
+        if (browser != null) {
+            browser.quit();
+        }
+        stripe.forgetSeeded();
+    }
+
+    @Test
+    void anOperatorResolvesAParkedRowFromTheConsole() throws Exception {
+        String key = UUID.randomUUID().toString();
+        String chargeId = dev.chargeonce.testing.TestRows.parkedCharge(primary, ACME, ACME_KEY, key, VISA);
+        long now = Instant.now().getEpochSecond();
+        stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=succeeded&metadata[chargeonce_key]="
+                + StripeKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME);
+        String paymentIntent = stripe.ledger().stream()
+                .filter(pi -> StripeKeys.identity(ACME, key).equals(pi.path("metadata").path("chargeonce_key").asText()))
+                .findFirst().orElseThrow().get("id").asText();
+        long run = job.request(Instant.now().minus(Duration.ofHours(1)), Instant.now().plusSeconds(5), "test").id();
+        for (int i = 0; i < 20; i++) {
+            ReconciliationJob.PassResult pass = job.pass();
+            if (pass.runId() != null && pass.runId() == run && !"running".equals(pass.status())) {
+                break;
+            }
+        }
+
+        // Basic credentials in the URL: the browser signs in for the whole origin, forms and redirects included.
+        String base = "http://ops:ops-test-password@" + root.getHost() + ":" + root.getPort();
+        browser.get(base + "/console");
+        assertEquals("chargeonce · operator console", browser.getTitle());
+        assertEquals("ops", browser.findElement(By.id("operator")).getText());
+        WebElement rowLink = browser.findElement(By.cssSelector("a.row-link[href='/console/rows/charge/" + chargeId + "']"));
+        assertTrue(browser.findElement(By.id("findings")).getText().contains(chargeId), "the parked row's findings are listed");
+        screenshot("1-console.png");
+
+        rowLink.click();
+        assertEquals(chargeId, browser.findElement(By.id("row-id")).getText());
+        assertTrue(browser.findElement(By.id("status")).getText().contains("parked"));
+        screenshot("2-parked-row.png");
+        WebElement attach = browser.findElement(By.id("attach"));
+        attach.findElement(By.name("object")).sendKeys(paymentIntent);
+        attach.findElement(By.name("reason")).sendKeys("reconciliation found the payment (ticket OPS-42)");
+        attach.findElement(By.cssSelector("button[type=submit]")).click();
+
+        String message = browser.findElement(By.id("message")).getText();
+        assertTrue(message.contains("now answers 201"), message);
+        assertEquals("completed", browser.findElement(By.id("status")).getText());
+        assertEquals(paymentIntent, browser.findElement(By.id("object")).getText());
+        assertTrue(browser.findElement(By.id("audit")).getText().contains("OPS-42"));
+        screenshot("3-attached.png");
+
+        try (Connection c = primary.getConnection()) {
+            try (PreparedStatement ps = c.prepareStatement(
+                    "SELECT status, payment_intent_id, needs_reconciliation FROM stripe_intents WHERE id = ?")) {
+                ps.setString(1, chargeId);
+                try (ResultSet rs = ps.executeQuery()) {
+                    assertTrue(rs.next());
+                    assertEquals("completed", rs.getString(1));
+                    assertEquals(paymentIntent, rs.getString(2));
+                    assertEquals(false, rs.getBoolean(3));
+                }
+            }
+            try (PreparedStatement ps = c.prepareStatement(
+                    "SELECT operator, outcome, reason FROM operator_actions WHERE row_id = ? AND action = 'attach'")) {
+                ps.setString(1, chargeId);
+                try (ResultSet rs = ps.executeQuery()) {
+                    assertTrue(rs.next(), "the action is in the audit trail");
+                    assertEquals("ops", rs.getString(1));
+                    assertEquals("done", rs.getString(2));
+                    assertTrue(rs.getString(3).contains("OPS-42"));
+                }
+            }
+        }
+        Response replay = given().header("Authorization", "Bearer " + ACME_KEY).header("Idempotency-Key", key)
+                .contentType(ContentType.JSON).body(VISA).post("/v1/charges");
+        assertEquals(201, replay.statusCode(), replay.asString());
+        assertEquals(paymentIntent, replay.jsonPath().getString("payment_intent"));
+    }
+
+    private void screenshot(String name) throws Exception {
+        Files.write(SCREENSHOTS.resolve(name), browser.getScreenshotAs(OutputType.BYTES));
+    }
+
+}
