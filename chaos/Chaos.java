@@ -2186,7 +2186,7 @@ public class Chaos {
                         rowByIdentity.put(identity(row.client(), row.key()), row);
                     }
                 }
-                try (ResultSet rs = st.executeQuery("SELECT id, type, object_id, source, outcome, charge_id, detail, stripe_created,"
+                try (ResultSet rs = st.executeQuery("SELECT id, type, object_id, source, outcome, row_id, detail, stripe_created,"
                         + " received_at FROM stripe_events ORDER BY received_at");
                      var out = Files.newBufferedWriter(results.resolve(run.variant.database + "-events.txt"))) {
                     out.write("# the service's inbox (stripe_events): received (s from the chaos' start), id, type, source -> outcome, charge (detail), made at\n");

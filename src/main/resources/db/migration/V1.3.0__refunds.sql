@@ -53,3 +53,6 @@ CREATE INDEX stripe_refunds_finished_at ON stripe_refunds (finished_at) WHERE st
 CREATE INDEX stripe_refunds_refund ON stripe_refunds (stripe_refund_id) WHERE stripe_refund_id IS NOT NULL;
 CREATE INDEX stripe_refunds_stripe_identity ON stripe_refunds (stripe_identity);
 CREATE INDEX stripe_refunds_accepted_recheck ON stripe_refunds (recheck_at) WHERE status = 'accepted';
+
+-- An event may concern a refund's row as well as a charge's: the inbox names the row, whichever table holds it.
+ALTER TABLE stripe_events RENAME COLUMN charge_id TO row_id;

@@ -18,6 +18,11 @@ public class ApiKeyFilter {
     /** The path of Stripe's webhooks (dev.chargeonce.webhook): signed by Stripe, not authenticated by API key. */
     public static final String WEBHOOKS = "/v1/webhooks/";
 
+    /** The authenticated client of a request this filter let through. */
+    public static String clientId(jakarta.ws.rs.container.ContainerRequestContext request) {
+        return (String) request.getProperty(CLIENT_ID);
+    }
+
     private final ClientRegistry clients;
 
     ApiKeyFilter(ClientRegistry clients) {

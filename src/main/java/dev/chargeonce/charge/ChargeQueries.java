@@ -20,9 +20,9 @@ import java.util.Set;
  * {@code GET /v1/charges/{id}} and {@code GET /v1/charges}: a client sees its own charges only.
  *
  * <p>Reads go to the read replica when one is configured ({@link ReadSource}), and a client still reads its own
- * writes: a charge the replica does not have yet, or has in a state that may still change (processing, or accepted
- * with its outcome still to come), is read from the primary. Only settled rows are taken from the replica as they
- * are, because a settled row never changes again.
+ * writes: a charge the replica does not have yet, or has in a state that may still change (processing, accepted
+ * with its outcome still to come, or succeeded: it can be refunded at any time), is read from the primary. Only
+ * charges that failed or were canceled are taken from the replica as they are, because they never change again.
  */
 @ApplicationScoped
 public class ChargeQueries {
@@ -64,7 +64,8 @@ public class ChargeQueries {
             return Optional.empty();
         }
         if (found.get().mayStillChange()) {
-            reads.fellBack("processing"); // it may have finished on the primary since
+            // It may have finished, or been refunded, on the primary since.
+            reads.fellBack(found.get().succeeded() ? "refundable" : "processing");
             return Optional.empty();
         }
         return found;
@@ -118,9 +119,15 @@ public class ChargeQueries {
         }
         Set<String> readFromPrimary = new HashSet<>();
         recent.forEach(row -> readFromPrimary.add(row.id()));
+        long stale = page.rows().stream().filter(row -> row.mayStillChange() && !readFromPrimary.contains(row.id())).count();
+        if (stale > 1) {
+            // Several rows to re-read: one page from the primary costs less than a read per row.
+            reads.fellBack("changing");
+            return store.listCharges(reads.primary(), clientId, limit);
+        }
         for (ChargeRecord row : page.rows()) {
             if (row.mayStillChange() && !readFromPrimary.contains(row.id())) {
-                reads.fellBack("processing");
+                reads.fellBack(row.succeeded() ? "refundable" : "processing");
                 store.findCharge(reads.primary(), clientId, row.id()).ifPresentOrElse(
                         current -> merged.put(current.id(), current), () -> merged.remove(row.id()));
             }
@@ -131,7 +138,8 @@ public class ChargeQueries {
     private record ReplicaPage(ReadSource.Position position, List<ChargeRecord> rows) {
     }
 
-    static int parseLimit(String limit) {
+    /** A list's {@code limit}: 1 to 100, default 10; anything else is a {@code 400} naming it. */
+    public static int parseLimit(String limit) {
         if (limit == null) {
             return DEFAULT_LIMIT;
         }
@@ -154,6 +162,7 @@ public class ChargeQueries {
             case FAILED -> "failed";
         };
         return ChargeRequest.fromCanonicalJson(record.requestJson())
-                .view(record.id(), status, record.paymentIntentId(), record.createdAt().getEpochSecond());
+                .view(record.id(), status, record.paymentIntentId(), record.createdAt().getEpochSecond(),
+                        record.amountRefunded());
     }
 }

@@ -44,8 +44,14 @@ public record ChargeRequest(long amount, String currency, String paymentMethod, 
         return ChargeRequestParser.parse(json.getBytes(java.nio.charset.StandardCharsets.UTF_8));
     }
 
-    /** The charge as every answer shows it, in a fixed field order. */
+    /** The charge as every answer shows it, in a fixed field order (nothing refunded yet: the POST's answers). */
     Map<String, Object> view(String chargeId, String status, String paymentIntentId, long createdEpochSeconds) {
+        return view(chargeId, status, paymentIntentId, createdEpochSeconds, 0);
+    }
+
+    /** {@code refunded}: refunded in full, as Stripe's charge says it. */
+    Map<String, Object> view(String chargeId, String status, String paymentIntentId, long createdEpochSeconds,
+                             long amountRefunded) {
         Map<String, Object> view = new LinkedHashMap<>();
         view.put("id", chargeId);
         view.put("object", "charge");
@@ -57,6 +63,8 @@ public record ChargeRequest(long amount, String currency, String paymentMethod, 
         view.put("description", description);
         view.put("metadata", metadata);
         view.put("payment_intent", paymentIntentId);
+        view.put("amount_refunded", amountRefunded);
+        view.put("refunded", amountRefunded >= amount);
         view.put("created", createdEpochSeconds);
         return view;
     }

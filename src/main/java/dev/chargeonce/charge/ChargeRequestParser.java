@@ -47,6 +47,17 @@ public final class ChargeRequestParser {
     }
 
     public static ChargeRequest parse(byte[] body) {
+        JsonNode root = readObject(body, FIELDS);
+        return new ChargeRequest(amount(root.get("amount")), currency(root.get("currency")),
+                stripeId(root.get("payment_method"), "payment_method", true), stripeId(root.get("customer"), "customer", false),
+                description(root.get("description")), metadata(root.get("metadata")));
+    }
+
+    /**
+     * A body that must be one JSON object of the named fields at most: strict JSON (no duplicate keys, comments or
+     * trailing tokens), every rejection a {@code 400} naming the field.
+     */
+    public static JsonNode readObject(byte[] body, Set<String> fields) {
         JsonNode root;
         try {
             root = STRICT.readTree(body);
@@ -60,16 +71,15 @@ public final class ChargeRequestParser {
         }
         for (Iterator<String> names = root.fieldNames(); names.hasNext(); ) {
             String name = names.next();
-            if (!FIELDS.contains(name)) {
+            if (!fields.contains(name)) {
                 throw invalid("parameter_unknown", "Unknown field: " + name + ".", name);
             }
         }
-        return new ChargeRequest(amount(root.get("amount")), currency(root.get("currency")),
-                stripeId(root.get("payment_method"), "payment_method", true), stripeId(root.get("customer"), "customer", false),
-                description(root.get("description")), metadata(root.get("metadata")));
+        return root;
     }
 
-    private static long amount(JsonNode node) {
+    /** A required amount in the currency's minor unit, 1 to {@link #MAX_AMOUNT}: a JSON integer, nothing coerced. */
+    public static long amount(JsonNode node) {
         if (node == null || node.isNull()) {
             throw invalid("parameter_missing", "amount is required: a positive integer in the currency's minor unit.", "amount");
         }
@@ -120,7 +130,8 @@ public final class ChargeRequestParser {
         return node.textValue();
     }
 
-    private static SortedMap<String, String> metadata(JsonNode node) {
+    /** Optional metadata as Stripe takes it, without this service's reserved keys. */
+    public static SortedMap<String, String> metadata(JsonNode node) {
         SortedMap<String, String> metadata = new TreeMap<>();
         if (node == null || node.isNull()) {
             return metadata;

@@ -2,7 +2,6 @@ package dev.chargeonce.charge;
 
 import dev.chargeonce.auth.ApiKeyFilter;
 import dev.chargeonce.idempotency.IdempotencyKey;
-import dev.chargeonce.operation.KeyAnswer;
 import dev.chargeonce.web.BodyLimitFilter;
 import io.smallrye.common.annotation.RunOnVirtualThread;
 import jakarta.ws.rs.Consumes;
@@ -44,32 +43,19 @@ public class ChargeResource {
         }
         IdempotencyKey key = IdempotencyKey.parse(idempotencyKey);
         ChargeRequest charge = ChargeRequestParser.parse(body == null ? new byte[0] : body);
-        KeyAnswer answer = charges.charge(clientId(request), key, charge);
-        Response.ResponseBuilder response = Response.status(answer.status()).entity(answer.body())
-                .type(MediaType.APPLICATION_JSON_TYPE);
-        if (answer.replayed()) {
-            response.header("Idempotent-Replayed", "true");
-        }
-        if (answer.retryAfter() != null) {
-            response.header("Retry-After", Math.max(1, (answer.retryAfter().toMillis() + 999) / 1000));
-        }
-        return response.build();
+        return charges.charge(ApiKeyFilter.clientId(request), key, charge).toResponse();
     }
 
     @GET
     @Path("/{id}")
     @RunOnVirtualThread
     public Response get(@Context ContainerRequestContext request, @PathParam("id") String id) {
-        return Response.ok(queries.find(clientId(request), id)).build();
+        return Response.ok(queries.find(ApiKeyFilter.clientId(request), id)).build();
     }
 
     @GET
     @RunOnVirtualThread
     public Response list(@Context ContainerRequestContext request, @QueryParam("limit") String limit) {
-        return Response.ok(queries.list(clientId(request), ChargeQueries.parseLimit(limit))).build();
-    }
-
-    private static String clientId(ContainerRequestContext request) {
-        return (String) request.getProperty(ApiKeyFilter.CLIENT_ID);
+        return Response.ok(queries.list(ApiKeyFilter.clientId(request), ChargeQueries.parseLimit(limit))).build();
     }
 }

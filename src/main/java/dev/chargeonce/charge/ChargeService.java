@@ -4,6 +4,7 @@ import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.idempotency.IdempotencyKey;
 import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.RowIds;
 import dev.chargeonce.idempotency.NewIntent;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.Admission;
@@ -15,7 +16,6 @@ import dev.chargeonce.stripe.StripeConfig;
 import dev.chargeonce.stripe.StripeKeys;
 import dev.chargeonce.stripe.StripeGateway;
 import jakarta.enterprise.context.ApplicationScoped;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -29,8 +29,6 @@ public class ChargeService {
     static final String METHOD = "POST";
     static final String PATH = "/v1/charges";
 
-    private static final SecureRandom RANDOM = new SecureRandom();
-    private static final char[] ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".toCharArray();
 
     private final IdempotencyStore store;
     private final OperationDriver driver;
@@ -73,10 +71,6 @@ public class ChargeService {
     }
 
     static String newChargeId() {
-        StringBuilder id = new StringBuilder("chg_");
-        for (int i = 0; i < 24; i++) {
-            id.append(ALPHABET[RANDOM.nextInt(ALPHABET.length)]);
-        }
-        return id.toString();
+        return RowIds.next("chg_");
     }
 }

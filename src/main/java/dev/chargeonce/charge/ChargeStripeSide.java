@@ -65,6 +65,12 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
     }
 
     @Override
+    public java.util.List<ObjectState> objectsOf(String eventType, com.stripe.model.StripeObject stripeObject) {
+        return eventType.startsWith("payment_intent.") && stripeObject instanceof PaymentIntent pi
+                ? java.util.List.of(state(pi)) : java.util.List.of();
+    }
+
+    @Override
     public Optional<Final> finalAnswer(RowRef row, ChargeRequest request, StripeOutcome outcome, Duration firstLook) {
         return ChargeOutcomes.finalAnswer(row, request, outcome, firstLook);
     }

@@ -74,6 +74,31 @@ public class IdempotencyStore {
             RETURNING true AS fresh, %s
             """.formatted(NEW_HOLDER, COLUMNS);
 
+    /**
+     * A refund's claim, inside the transaction that locked its charge and checked the amount: the row and the
+     * charge's reservation commit together, or neither does.
+     */
+    private static final String CLAIM_REFUND = """
+            INSERT INTO stripe_refunds AS x
+                (id, charge_id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
+                 stripe_sending_until, stripe_identity)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
+                    clock_timestamp() + ? * interval '1 millisecond', ?)
+            ON CONFLICT (client_id, idempotency_key) DO NOTHING
+            RETURNING true AS fresh, %s
+            """.formatted(COLUMNS);
+
+    /** The charge a refund is claimed on, locked: refund claims of one charge take turns (the reservation). */
+    private static final String LOCK_CHARGE_FOR_REFUND = """
+            SELECT status, charge_status, payment_intent_id, amount, amount_reserved, currency
+              FROM stripe_intents WHERE id = ? AND client_id = ?
+               FOR UPDATE
+            """;
+
+    private static final String RESERVE = """
+            UPDATE stripe_intents SET amount_reserved = amount_reserved + ?, updated_at = clock_timestamp() WHERE id = ?
+            """;
+
     /** The recovery worker's takeover: also leaves alone rows whose re-check time has not come. */
     private static final String TAKE_OVER_EXPIRED = """
             UPDATE {t} x
@@ -111,7 +136,7 @@ public class IdempotencyStore {
                    SET {s} = ?, {o} = coalesce({o}, ?),
                        recheck_at = CASE WHEN ? IN {finals} THEN NULL ELSE recheck_at END,
                        updated_at = clock_timestamp()
-                 WHERE id = ? AND status <> 'processing'
+                 WHERE id = ? AND status <> 'processing' {advance_guard}
                    AND coalesce({s}, '') NOT IN {finals}
                    AND {rank_now} < {rank_next}
                 RETURNING {returning})
@@ -264,8 +289,10 @@ public class IdempotencyStore {
                     .replace("{rank_now}", op.rankSql(op.stateColumn())).replace("{rank_next}", op.rankSql("?::text"))
                     .replace("{returning}", op == Operation.REFUND ? "charge_id, amount, status, refund_status AS state" : "id")
                     .replace("{release}", op == Operation.REFUND ? REFUND_RELEASE : "")
+                    // A refund answered "failed" gave its amount back already; nothing Stripe says later moves it.
+                    .replace("{advance_guard}", op == Operation.REFUND ? "AND status <> 'failed'" : "")
                     .replace("{keep}", KEEP.getOrDefault(op, ""));
-            return new Sql(op == Operation.CHARGE ? r.apply(CLAIM) : null, r.apply(TAKE_OVER), r.apply(TAKE_OVER_EXPIRED),
+            return new Sql(r.apply(op == Operation.CHARGE ? CLAIM : CLAIM_REFUND), r.apply(TAKE_OVER), r.apply(TAKE_OVER_EXPIRED),
                     r.apply(FINISH), r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE),
                     r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
                     r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS),
@@ -292,8 +319,18 @@ public class IdempotencyStore {
         return SQL.get(op);
     }
 
+    /** A charge's columns for the read endpoints, with what its refunds gave back (one indexed sum). */
     private static final String CHARGE_COLUMNS =
-            "id, status, charge_status, amount, currency, payment_intent_id, request, response_status, created_at";
+            "id, status, charge_status, amount, currency, payment_intent_id, request, response_status, created_at, "
+            + "(SELECT coalesce(sum(r.amount), 0) FROM stripe_refunds r WHERE r.charge_id = stripe_intents.id "
+            + "AND r.refund_status = 'succeeded') AS amount_refunded";
+
+    /**
+     * A refund's columns for the read endpoints. Refunds Stripe refused without making one (a stored 400) are not
+     * refunds and are not shown.
+     */
+    private static final String REFUND_COLUMNS = "id, charge_id, status, refund_status, stripe_refund_id, request, created_at";
+    private static final String SHOWN_REFUNDS = "NOT (status = 'failed' AND stripe_refund_id IS NULL)";
 
     private final AgroalDataSource primary;
     private final IdempotencyConfig config;
@@ -350,23 +387,152 @@ public class IdempotencyStore {
             if (row.fresh) {
                 return new Claim.Fresh(row.intent(intent.operation()));
             }
-            Optional<Claim> settled = classifyExisting(row, intent.fingerprint());
-            if (settled.isPresent()) {
-                return settled.get();
-            }
-            Optional<Row> taken = queryOne(sql(intent.operation()).takeOver(), ps -> {
-                ps.setLong(1, config.lease().toMillis());
-                ps.setLong(2, config.lease().toMillis());
-                ps.setString(3, row.id);
-                ps.setInt(4, row.leaseGeneration);
-                ps.setLong(5, keyHorizon.toMillis());
-            });
-            if (taken.isPresent()) {
-                return new Claim.TakenOver(taken.get().intent(intent.operation()));
+            Optional<Claim> existing = answerOrTakeOver(intent.operation(), row, intent.fingerprint(), keyHorizon);
+            if (existing.isPresent()) {
+                return existing.get();
             }
             // Someone else took it over or finished it between the two statements: look again.
         }
         return new Claim.InFlight(Duration.ofSeconds(1));
+    }
+
+    /**
+     * What an existing row answers a request with this fingerprint, or its lease taken over when it expired; empty
+     * when another driver took it over or finished it first (the caller looks again).
+     */
+    private Optional<Claim> answerOrTakeOver(Operation op, Row row, Fingerprint fingerprint, Duration keyHorizon) {
+        Optional<Claim> settled = classifyExisting(row, fingerprint);
+        if (settled.isPresent()) {
+            return settled;
+        }
+        return queryOne(sql(op).takeOver(), ps -> {
+            ps.setLong(1, config.lease().toMillis());
+            ps.setLong(2, config.lease().toMillis());
+            ps.setString(3, row.id);
+            ps.setInt(4, row.leaseGeneration);
+            ps.setLong(5, keyHorizon.toMillis());
+        }).map(taken -> new Claim.TakenOver(taken.intent(op)));
+    }
+
+    /**
+     * Claims a refund key on a charge. A key that exists is answered as any claim (one indexed read for a replay;
+     * the charge is not locked). A new key is claimed in one transaction on the primary that locks the charge,
+     * checks that it succeeded and that the amount is at most what is left (the charge's amount minus its pending
+     * and succeeded refunds), inserts the refund's row and reserves its amount: so no interleaving of refunds, from
+     * any number of instances, can promise back more than was paid. Nothing is stored for a refusal.
+     */
+    public RefundClaim claimRefund(NewRefund refund, Duration keyHorizon) {
+        Timer.Sample sample = Timer.start();
+        try {
+            for (int round = 0; round < 3; round++) {
+                Optional<Row> existing = queryOne(sql(Operation.REFUND).peek(), ps -> {
+                    ps.setLong(1, keyHorizon.toMillis());
+                    ps.setString(2, refund.clientId());
+                    ps.setString(3, refund.key().value());
+                });
+                if (existing.isPresent()) {
+                    Optional<Claim> claim = answerOrTakeOver(Operation.REFUND, existing.get(), refund.fingerprint(), keyHorizon);
+                    if (claim.isPresent()) {
+                        return new RefundClaim.Claimed(claim.get());
+                    }
+                    continue;
+                }
+                Optional<RefundClaim> claimed = claimNewRefund(refund, keyHorizon);
+                if (claimed.isPresent()) {
+                    return claimed.get();
+                }
+                // The key was claimed by a concurrent request (on another charge, or after our look): answer it.
+            }
+            return new RefundClaim.Claimed(new Claim.InFlight(Duration.ofSeconds(1)));
+        } finally {
+            sample.stop(claimLatency);
+        }
+    }
+
+    private Optional<RefundClaim> claimNewRefund(NewRefund refund, Duration keyHorizon) {
+        long acquired = System.nanoTime();
+        try (Connection tx = primary.getConnection()) {
+            tx.setAutoCommit(false);
+            try {
+                Optional<RefundClaim> claimed = claimNewRefund(tx, refund, keyHorizon, acquired);
+                if (claimed.isPresent() && claimed.get() instanceof RefundClaim.Claimed) {
+                    tx.commit();
+                } else {
+                    tx.rollback();
+                }
+                return claimed;
+            } catch (SQLException | RuntimeException e) {
+                tx.rollback();
+                throw e;
+            }
+        } catch (SQLException e) {
+            throw new DatabaseUnavailableException(e.getMessage(), e);
+        }
+    }
+
+    private Optional<RefundClaim> claimNewRefund(Connection tx, NewRefund refund, Duration keyHorizon, long acquired)
+            throws SQLException {
+        String status;
+        String chargeState;
+        String paymentIntentId;
+        long amount;
+        long reserved;
+        String currency;
+        try (PreparedStatement ps = tx.prepareStatement(LOCK_CHARGE_FOR_REFUND)) {
+            ps.setString(1, refund.chargeId());
+            ps.setString(2, refund.clientId());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return Optional.of(new RefundClaim.ChargeMissing());
+                }
+                status = rs.getString("status");
+                chargeState = rs.getString("charge_status");
+                paymentIntentId = rs.getString("payment_intent_id");
+                amount = rs.getLong("amount");
+                reserved = rs.getLong("amount_reserved");
+                currency = rs.getString("currency");
+            }
+        }
+        // Succeeded: its PaymentIntent did (rows answered before charge_status existed: by their answer).
+        boolean succeeded = chargeState != null ? chargeState.equals("succeeded") : status.equals("completed");
+        if (!succeeded || paymentIntentId == null) {
+            return Optional.of(new RefundClaim.ChargeNotRefundable(chargeState != null ? chargeState
+                    : status.equals("completed") ? "succeeded" : status.equals("failed") ? "failed" : "processing"));
+        }
+        long left = amount - reserved;
+        long refundAmount = refund.requestedAmount() == null ? left : refund.requestedAmount();
+        if (refundAmount <= 0 || refundAmount > left) {
+            return Optional.of(new RefundClaim.AmountTooLarge(refundAmount, left));
+        }
+        String terms = refund.terms().apply(new RefundableCharge(refund.chargeId(), paymentIntentId, currency, refundAmount));
+        Optional<Row> inserted;
+        try (PreparedStatement ps = tx.prepareStatement(sql(Operation.REFUND).claim())) {
+            int i = 1;
+            ps.setString(i++, refund.id());
+            ps.setString(i++, refund.chargeId());
+            ps.setString(i++, refund.clientId());
+            ps.setString(i++, refund.key().value());
+            ps.setString(i++, refund.fingerprint().hex());
+            ps.setString(i++, terms);
+            ps.setLong(i++, refundAmount);
+            ps.setString(i++, currency);
+            ps.setLong(i++, config.lease().toMillis());
+            ps.setLong(i++, config.lease().toMillis());
+            ps.setString(i++, refund.stripeIdentity());
+            ps.setLong(i, keyHorizon.toMillis());
+            try (ResultSet rs = ps.executeQuery()) {
+                inserted = rs.next() ? Optional.of(Row.read(rs, acquired)) : Optional.empty();
+            }
+        }
+        if (inserted.isEmpty()) {
+            return Optional.empty();
+        }
+        try (PreparedStatement ps = tx.prepareStatement(RESERVE)) {
+            ps.setLong(1, refundAmount);
+            ps.setString(2, refund.chargeId());
+            ps.executeUpdate();
+        }
+        return Optional.of(new RefundClaim.Claimed(new Claim.Fresh(inserted.get().intent(Operation.REFUND))));
     }
 
     /**
@@ -715,6 +881,42 @@ public class IdempotencyStore {
         return found;
     }
 
+    /** One of the client's refunds, by id; another client's is not found. */
+    public Optional<RefundRecord> findRefund(AgroalDataSource source, String clientId, String refundId) {
+        List<RefundRecord> found = new ArrayList<>(1);
+        run(source, "SELECT " + REFUND_COLUMNS + " FROM stripe_refunds WHERE id = ? AND client_id = ? AND " + SHOWN_REFUNDS, ps -> {
+            ps.setString(1, refundId);
+            ps.setString(2, clientId);
+        }, rs -> {
+            if (rs.next()) {
+                found.add(refundRecord(rs));
+            }
+        });
+        return found.stream().findFirst();
+    }
+
+    /** A charge's refunds, newest first (at most {@code limit}). */
+    public List<RefundRecord> listRefunds(AgroalDataSource source, String clientId, String chargeId, int limit) {
+        List<RefundRecord> found = new ArrayList<>();
+        run(source, "SELECT " + REFUND_COLUMNS + " FROM stripe_refunds WHERE charge_id = ? AND client_id = ? AND "
+                + SHOWN_REFUNDS + " ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
+            ps.setString(1, chargeId);
+            ps.setString(2, clientId);
+            ps.setInt(3, limit);
+        }, rs -> {
+            while (rs.next()) {
+                found.add(refundRecord(rs));
+            }
+        });
+        return found;
+    }
+
+    private static RefundRecord refundRecord(ResultSet rs) throws SQLException {
+        return new RefundRecord(rs.getString("id"), rs.getString("charge_id"), IntentStatus.fromColumn(rs.getString("status")),
+                rs.getString("refund_status"), rs.getString("stripe_refund_id"), rs.getString("request"),
+                rs.getTimestamp("created_at").toInstant());
+    }
+
     /** The data source of the idempotency path, for callers that read charges from the primary. */
     public AgroalDataSource primary() {
         return primary;
@@ -727,7 +929,7 @@ public class IdempotencyStore {
         return new ChargeRecord(rs.getString("id"), IntentStatus.fromColumn(rs.getString("status")),
                 ChargeStatus.fromColumn(rs.getString("charge_status")), rs.getLong("amount"),
                 rs.getString("currency"), rs.getString("payment_intent_id"), rs.getString("request"),
-                rs.wasNull() ? null : responseStatus, rs.getTimestamp("created_at").toInstant());
+                rs.wasNull() ? null : responseStatus, rs.getTimestamp("created_at").toInstant(), rs.getLong("amount_refunded"));
     }
 
     @FunctionalInterface

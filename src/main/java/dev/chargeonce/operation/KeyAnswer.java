@@ -19,6 +19,22 @@ public record KeyAnswer(int status, String body, boolean replayed, Duration retr
         return new KeyAnswer(answer.status(), answer.body(), true, null);
     }
 
+    /**
+     * The HTTP answer: the exact bytes, {@code Idempotent-Replayed: true} on a replay, {@code Retry-After} in whole
+     * seconds (rounded up, at least 1) when the client should come back.
+     */
+    public jakarta.ws.rs.core.Response toResponse() {
+        jakarta.ws.rs.core.Response.ResponseBuilder response = jakarta.ws.rs.core.Response.status(status).entity(body)
+                .type(jakarta.ws.rs.core.MediaType.APPLICATION_JSON_TYPE);
+        if (replayed) {
+            response.header("Idempotent-Replayed", "true");
+        }
+        if (retryAfter != null) {
+            response.header("Retry-After", Math.max(1, (retryAfter.toMillis() + 999) / 1000));
+        }
+        return response.build();
+    }
+
     public static KeyAnswer retryLater(int status, String body, Duration retryAfter) {
         return new KeyAnswer(status, body, false, retryAfter);
     }

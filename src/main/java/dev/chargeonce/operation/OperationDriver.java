@@ -90,14 +90,17 @@ public class OperationDriver {
     /**
      * Every answer a claim of (client, Idempotency-Key) can lead to, for any operation: drive the row it holds now,
      * or answer what the key holds. The one {@code switch} over {@link Claim} of every endpoint.
+     *
+     * @param request the request as the row stores it; null: read back from the row (a refund's amount is resolved
+     *                in its claim)
      */
     public <R> KeyAnswer answer(Claim claim, StripeSide<R> side, R request) {
         Operation op = side.operation();
         return switch (claim) {
-            case Claim.Fresh fresh -> drive(fresh.intent(), side, request);
+            case Claim.Fresh fresh -> drive(fresh.intent(), side, request != null ? request : side.parse(fresh.intent().requestJson()));
             case Claim.TakenOver takenOver -> {
                 metrics.takeover(op);
-                yield drive(takenOver.intent(), side, request);
+                yield drive(takenOver.intent(), side, request != null ? request : side.parse(takenOver.intent().requestJson()));
             }
             case Claim.Replay replay -> {
                 metrics.replay(op);

@@ -26,7 +26,8 @@ import java.util.Optional;
 @ApplicationScoped
 public class Settlement {
 
-    public enum Effect { APPLIED, IGNORED, UNKNOWN }
+    /** In order of what an event's record shows first when it carried several objects. */
+    public enum Effect { APPLIED, UNKNOWN, IGNORED }
 
     /** What applying it did; {@code rowId} when a row has the object. */
     public record Result(Effect effect, String rowId, String detail) {
@@ -40,6 +41,30 @@ public class Settlement {
         this.store = store;
         this.driver = driver;
         this.stripeConfig = stripeConfig;
+    }
+
+    /**
+     * Applies what a Stripe event says about every object of every operation it carries (a PaymentIntent, a refund,
+     * a charge's refunds), in the caller's transaction; {@code IGNORED} when it carries none this service follows.
+     */
+    public Result applyEvent(Connection tx, String eventType, com.stripe.model.StripeObject stripeObject) throws SQLException {
+        Result result = null;
+        java.util.List<String> details = new java.util.ArrayList<>();
+        for (Operation op : Operation.values()) {
+            StripeSide<?> side = driver.side(op);
+            for (StripeSide.ObjectState object : side.objectsOf(eventType, stripeObject)) {
+                Result one = apply(tx, side, object.objectId(), object.identity(), object.outcome(), object.stripeStatus());
+                details.add(one.detail());
+                // The event's outcome is its most telling object's: applied over unknown over ignored.
+                if (result == null || one.effect().ordinal() < result.effect().ordinal()) {
+                    result = one;
+                }
+            }
+        }
+        if (result == null) {
+            return new Result(Effect.IGNORED, null, "not an event this service acts on");
+        }
+        return details.size() == 1 ? result : new Result(result.effect(), result.rowId(), String.join("; ", details));
     }
 
     /**

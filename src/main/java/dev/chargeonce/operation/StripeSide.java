@@ -49,6 +49,12 @@ public interface StripeSide<R> {
     record ObjectState(String objectId, String identity, StripeOutcome outcome, String stripeStatus) {
     }
 
+    /**
+     * The objects of this operation a Stripe event carries (a webhook, the catch-up), each as read; empty when the
+     * event is not about this operation. {@code stripeObject}: the event's {@code data.object}, already read.
+     */
+    java.util.List<ObjectState> objectsOf(String eventType, com.stripe.model.StripeObject stripeObject);
+
     /** The key's final answer for what Stripe said; empty when it is no answer yet. */
     Optional<Final> finalAnswer(RowRef row, R request, StripeOutcome outcome, Duration firstLook);
 

@@ -87,7 +87,7 @@ public final class StripeSandbox implements AutoCloseable {
         }
     }
 
-    private record Response(int status, String body, Map<String, String> headers) {
+    record Response(int status, String body, Map<String, String> headers) {
         static Response json(int status, String body) {
             return new Response(status, body, Map.of());
         }
@@ -116,6 +116,7 @@ public final class StripeSandbox implements AutoCloseable {
     private volatile boolean listOrderStale;
     private final SecureRandom random = new SecureRandom();
     private final SandboxWebhooks webhooks = new SandboxWebhooks();
+    private final SandboxRefunds refunds = new SandboxRefunds(this);
     /**
      * Held while a PaymentIntent changes after its create (settle, 3-D Secure completion, cancel): Stripe applies one
      * change of a PaymentIntent at a time, so a check of its status and the change it allows are one step, and its
@@ -161,6 +162,16 @@ public final class StripeSandbox implements AutoCloseable {
     /** Its events and their delivery to a webhook endpoint. */
     public SandboxWebhooks webhooks() {
         return webhooks;
+    }
+
+    /** Its refunds. */
+    public SandboxRefunds refunds() {
+        return refunds;
+    }
+
+    /** A PaymentIntent by id, as it is now (null when there is none). */
+    PaymentIntent paymentIntent(String id) {
+        return intents.get(id);
     }
 
     public void setLatencyMillis(long millis) {
@@ -361,6 +372,7 @@ public final class StripeSandbox implements AutoCloseable {
         listLatencyMillis = 0;
         plan.clear();
         webhooks.clear();
+        refunds.clear();
         latencyMillis = 0;
         listOrderStale = true;
     }
@@ -494,6 +506,10 @@ public final class StripeSandbox implements AutoCloseable {
         if (method.equals("GET") && path.equals("/v1/payment_intents")) {
             return list(query);
         }
+        if (path.startsWith("/v1/refunds")) {
+            Map<String, String> form = parseForm(body);
+            return refunds.handle(method, path, query, form, headers.get("Idempotency-Key"));
+        }
         if (method.equals("POST") && path.startsWith("/v1/payment_intents/") && path.endsWith("/cancel")) {
             return cancel(path.substring("/v1/payment_intents/".length(), path.length() - "/cancel".length()));
         }
@@ -513,6 +529,9 @@ public final class StripeSandbox implements AutoCloseable {
         if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/backdate")) {
             String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/backdate".length());
             return Response.json(200, toJson(backdate(id, Long.parseLong(query.getOrDefault("seconds", "0")))));
+        }
+        if (path.startsWith("/_sandbox/refunds")) {
+            return refunds.control(path, query);
         }
         if (path.startsWith("/_sandbox/payment_intents/") && path.endsWith("/authenticate")) {
             String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/authenticate".length());
@@ -600,7 +619,21 @@ public final class StripeSandbox implements AutoCloseable {
 
     // ---- Stripe semantics ------------------------------------------------------------------------------------
 
+    /** How a create request is carried out once the key lets it run ({@code planned}: the plan's step, or ""). */
+    @FunctionalInterface
+    interface Execution {
+        Response execute(String idempotencyKey, Map<String, String> params, String planned);
+    }
+
     private Response create(String idempotencyKey, Map<String, String> params) {
+        return idempotent("/v1/payment_intents", idempotencyKey, params, this::execute);
+    }
+
+    /**
+     * A create request with Stripe's idempotency and the fault switches: plan steps and counters apply to every
+     * create (PaymentIntents and refunds alike), and a key is bound to its endpoint and parameters.
+     */
+    Response idempotent(String endpoint, String idempotencyKey, Map<String, String> params, Execution execution) {
         createRequests.incrementAndGet();
         Step step = plan.poll();
         String kind = step == null ? "" : step.kind();
@@ -613,7 +646,7 @@ public final class StripeSandbox implements AutoCloseable {
             return new Response(429, error("invalid_request_error", "rate_limit", "Too many requests hit the API too quickly.", null),
                     Map.of());
         }
-        String fingerprint = new TreeMap<>(params).toString();
+        String fingerprint = endpoint + " " + new TreeMap<>(params);
         if (idempotencyKey != null) {
             StoredAnswer running = new StoredAnswer(fingerprint, 0, null, false);
             StoredAnswer previous = idempotency.putIfAbsent(idempotencyKey, running);
@@ -637,7 +670,7 @@ public final class StripeSandbox implements AutoCloseable {
         Response answer;
         try {
             sleep(kind.equals("slow") ? step.millis() : latencyMillis);
-            answer = execute(idempotencyKey, params, kind);
+            answer = execution.execute(idempotencyKey, params, kind);
         } finally {
             executing.decrementAndGet();
         }
@@ -815,7 +848,7 @@ public final class StripeSandbox implements AutoCloseable {
         return json.append('}').toString();
     }
 
-    private static String error(String type, String code, String message, String param) {
+    static String error(String type, String code, String message, String param) {
         return "{\"error\":{\"type\":" + quote(type) + (code == null ? "" : ",\"code\":" + quote(code))
                 + ",\"message\":" + quote(message) + (param == null ? "" : ",\"param\":" + quote(param)) + "}}";
     }
@@ -844,7 +877,7 @@ public final class StripeSandbox implements AutoCloseable {
         return out.append('"').toString();
     }
 
-    private static Map<String, String> parseForm(String form) {
+    static Map<String, String> parseForm(String form) {
         Map<String, String> out = new LinkedHashMap<>();
         if (form == null || form.isEmpty()) {
             return out;
@@ -873,7 +906,7 @@ public final class StripeSandbox implements AutoCloseable {
         }
     }
 
-    private String randomId(int length) {
+    String randomId(int length) {
         String alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
         StringBuilder id = new StringBuilder(length);
         for (int i = 0; i < length; i++) {

@@ -1,6 +1,5 @@
 package dev.chargeonce.stripe;
 
-import com.stripe.StripeClient;
 import com.stripe.exception.ApiConnectionException;
 import com.stripe.exception.ApiException;
 import com.stripe.exception.AuthenticationException;
@@ -46,7 +45,10 @@ class StripeApi {
     static final long RETRY_JITTER_MILLIS = 150;
     static final long RETRY_MAX_DURATION_SECONDS = 25;
     /** Configuration keys of those values (MicroProfile Fault Tolerance: {@code <class>/<method>/<annotation>/<field>}). */
-    static final String CONFIG_PREFIX = "dev.chargeonce.stripe.StripeApi/create/";
+    /** MicroProfile Fault Tolerance's config keys of this class: {@code <root><method>/Retry/maxRetries}... */
+    static final String CONFIG_ROOT = "dev.chargeonce.stripe.StripeApi/";
+    /** The methods that create at Stripe (each bounded by the lease, see {@link StripeCallBudget}). */
+    static final java.util.List<String> CREATE_METHODS = java.util.List.of("create", "createRefund");
 
     /** The call may have reached Stripe and its answer was lost; re-sending the same key is safe and useful. */
     static final class UnreachableException extends RuntimeException {
@@ -116,17 +118,45 @@ class StripeApi {
     @Bulkhead(2048)
     PaymentIntent create(PaymentIntentCreateParams params, String idempotencyKey, long sendBefore, SendLog log)
             throws StripeException {
+        return send(sendBefore, log, () -> clients.client().v1().paymentIntents().create(params,
+                RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
+    }
+
+    /**
+     * A refund, with the same fault tolerance as a create (the same budget, so the same lease covers it), behind a
+     * circuit of its own: refunds failing must not stop charges, nor the reverse.
+     */
+    @Timeout(value = TIMEOUT_SECONDS, unit = ChronoUnit.SECONDS)
+    @Retry(maxRetries = MAX_RETRIES, delay = RETRY_DELAY_MILLIS, jitter = RETRY_JITTER_MILLIS,
+            maxDuration = RETRY_MAX_DURATION_SECONDS, durationUnit = ChronoUnit.SECONDS,
+            retryOn = {UnreachableException.class, KeyInUseException.class, EdgeErrorException.class, TimeoutException.class})
+    @CircuitBreaker(requestVolumeThreshold = 20, failureRatio = 0.5, delay = CIRCUIT_DELAY_MILLIS, delayUnit = ChronoUnit.MILLIS,
+            successThreshold = 2, failOn = {UnreachableException.class, EdgeErrorException.class, ServerErrorException.class,
+            TimeoutException.class})
+    @CircuitBreakerName("stripe-refund")
+    @Bulkhead(2048)
+    com.stripe.model.Refund createRefund(com.stripe.param.RefundCreateParams params, String idempotencyKey, long sendBefore,
+                                         SendLog log) throws StripeException {
+        return send(sendBefore, log, () -> clients.client().v1().refunds().create(params,
+                RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
+    }
+
+    @FunctionalInterface
+    interface StripeRequest<T> {
+        T send() throws StripeException;
+    }
+
+    /** One try: sent only inside the lease, recorded in the call's log, its failure thrown as what it proves. */
+    private static <T> T send(long sendBefore, SendLog log, StripeRequest<T> request) throws StripeException {
         if (System.nanoTime() - sendBefore >= 0) {
             throw new LeaseSpentException();
         }
-        StripeClient client = clients.client();
         // Until an answer proves otherwise, a try that was started may have run at Stripe (a timeout interrupts it
         // from outside, and it stays "maybe").
         log.trying();
         log.mayHaveExecuted();
         try {
-            return client.v1().paymentIntents().create(params,
-                    RequestOptions.builder().setIdempotencyKey(idempotencyKey).build());
+            return request.send();
         } catch (ApiConnectionException e) {
             if (e.getCause() instanceof java.net.ConnectException) {
                 log.didNotExecute(); // refused: not a byte of the request reached anyone
@@ -148,16 +178,14 @@ class StripeApi {
             if (e.getStripeError() == null || e.getStripeError().getLastResponse() == null) {
                 throw new EdgeErrorException("stripe edge " + status + ": " + e.getMessage(), e);
             }
-            boolean replayed = replayed(e.getStripeError().getLastResponse());
-            if (replayed) {
+            if (replayed(e.getStripeError().getLastResponse())) {
                 log.didNotExecute();
                 throw new StoredServerErrorException("stripe " + status + " (replayed): " + e.getMessage(), e);
             }
             throw new ServerErrorException("stripe " + status + ": " + e.getMessage(), e);
         } catch (StripeException e) {
             // Card errors and invalid requests: final answers of the key (first-hand or replayed).
-            boolean replayed = e.getStripeError() != null && replayed(e.getStripeError().getLastResponse());
-            if (replayed) {
+            if (e.getStripeError() != null && replayed(e.getStripeError().getLastResponse())) {
                 log.didNotExecute();
             }
             throw e;

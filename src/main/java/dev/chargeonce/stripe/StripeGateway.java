@@ -75,6 +75,7 @@ public class StripeGateway {
 
     private final MeterRegistry metrics;
     private final Timer createLatency;
+    private final Timer refundLatency;
     private final AtomicInteger circuitOpen = new AtomicInteger();
     private final io.micrometer.core.instrument.Counter duplicateFindings;
 
@@ -85,6 +86,9 @@ public class StripeGateway {
         this.metrics = metrics;
         this.createLatency = Timer.builder("chargeonce.stripe.call").tag("call", "create")
                 .description("Stripe create-and-confirm, fault-tolerance retries included")
+                .publishPercentileHistogram().register(metrics);
+        this.refundLatency = Timer.builder("chargeonce.stripe.call").tag("call", "refund")
+                .description("Stripe refund create, fault-tolerance retries included")
                 .publishPercentileHistogram().register(metrics);
         metrics.gauge("chargeonce.stripe.circuit.open", circuitOpen);
         // Registered up front so that the first finding is an increase from 0 that alerts can see.
@@ -146,11 +150,23 @@ public class StripeGateway {
         if (order.description() != null) {
             params.setDescription(order.description());
         }
+        return call(createLatency, log -> fromIntent(api.create(params.build(), order.stripeIdempotencyKey(),
+                order.sendBefore(), log)));
+    }
+
+    /** What a call's request did, given the call's log; throws what each try proved (see {@link StripeApi}). */
+    @FunctionalInterface
+    private interface Request {
+        StripeOutcome send(SendLog log) throws StripeException;
+    }
+
+    /** One call, all its tries classified together: {@link StripeOutcome.NotSent} only when no try can have run. */
+    private StripeCall call(Timer latency, Request request) {
         SendLog log = new SendLog();
         Timer.Sample sample = Timer.start();
         StripeOutcome outcome;
         try {
-            outcome = fromIntent(api.create(params.build(), order.stripeIdempotencyKey(), order.sendBefore(), log));
+            outcome = request.send(log);
         } catch (CardException e) {
             StripeError error = e.getStripeError();
             String paymentIntentId = error != null && error.getPaymentIntent() != null ? error.getPaymentIntent().getId() : null;
@@ -187,7 +203,7 @@ public class StripeGateway {
         } catch (StripeException e) {
             outcome = new StripeOutcome.Unknown(e.getClass().getSimpleName() + ": " + e.getMessage(), false);
         } finally {
-            sample.stop(createLatency);
+            sample.stop(latency);
         }
         long sinceNanos = log.sinceLastPossibleExecutionNanos();
         return new StripeCall(outcome, sinceNanos < 0 ? null : Duration.ofNanos(sinceNanos), log.tries());
@@ -291,16 +307,13 @@ public class StripeGateway {
     }
 
     /**
-     * The PaymentIntent an event carries ({@code data.object}), read as this SDK reads a PaymentIntent whatever API
-     * version the event was rendered in: {@code getObject()} would return nothing for another version, silently;
-     * the fields used here (id, status, metadata, last_payment_error, client_secret, next_action) mean the same in
-     * every version. Empty when the event carries no PaymentIntent.
+     * The object an event carries, whatever the event's API version ({@code deserializeUnsafe}: an empty
+     * {@code getObject()} for another version would drop it silently).
      */
-    public static Optional<PaymentIntent> paymentIntentOfEvent(String eventPayload) {
+    public static com.stripe.model.StripeObject objectOfEvent(String eventPayload) {
         com.stripe.model.Event event = com.stripe.net.Webhook.constructEventWithoutVerification(eventPayload);
         try {
-            return event.getDataObjectDeserializer().deserializeUnsafe() instanceof PaymentIntent pi
-                    ? Optional.of(pi) : Optional.empty();
+            return event.getDataObjectDeserializer().deserializeUnsafe();
         } catch (com.stripe.exception.EventDataObjectDeserializationException e) {
             throw new IllegalArgumentException("the event's object cannot be read: " + e.getMessage(), e);
         }
@@ -321,6 +334,110 @@ public class StripeGateway {
             case "canceled" -> new StripeOutcome.Canceled(pi.getId());
             // requires_capture, requires_confirmation: states this service never asks for; followed by id.
             default -> new StripeOutcome.Pending(pi.getId(), pi.getStatus());
+        };
+    }
+
+    // ---- refunds -------------------------------------------------------------------------------------------------
+
+    /** Creates the refund of {@code order}, classifying the whole sequence of tries as a create's. */
+    public StripeCall createRefund(RefundOrder order) {
+        com.stripe.param.RefundCreateParams.Builder params = com.stripe.param.RefundCreateParams.builder()
+                .setPaymentIntent(order.paymentIntentId())
+                .setAmount(order.amount())
+                .putAllMetadata(order.metadata())
+                .putMetadata(PaymentOrder.KEY, order.identity())
+                .putMetadata(PaymentOrder.CLIENT_ID, order.clientId())
+                .putMetadata(PaymentOrder.ATTEMPT, Integer.toString(order.attempt()));
+        if (order.reason() != null) {
+            params.setReason(switch (order.reason()) {
+                case "duplicate" -> com.stripe.param.RefundCreateParams.Reason.DUPLICATE;
+                case "fraudulent" -> com.stripe.param.RefundCreateParams.Reason.FRAUDULENT;
+                default -> com.stripe.param.RefundCreateParams.Reason.REQUESTED_BY_CUSTOMER;
+            });
+        }
+        return call(refundLatency, log -> classifyRefund(api.createRefund(params.build(), order.stripeIdempotencyKey(),
+                order.sendBefore(), log)));
+    }
+
+    /**
+     * Finds the refund a refund key made (its {@code chargeonce_key} metadata), among the refunds of the
+     * PaymentIntent created in {@code [from, until]} (widened by the skew), paging to the end.
+     */
+    public Optional<StripeOutcome> findRefund(String identity, String paymentIntentId, Instant from, Instant until, int maxPages,
+                                              java.util.function.BooleanSupplier stillHolding) {
+        long gte = from.minus(config.lookupSkew()).getEpochSecond();
+        long lte = until.plus(config.lookupSkew()).getEpochSecond();
+        List<com.stripe.model.Refund> matches = new ArrayList<>(1);
+        String startingAfter = null;
+        try {
+            for (int page = 0; page < maxPages; page++) {
+                if (!stillHolding.getAsBoolean()) {
+                    throw new LookupAbandonedException("the lease was lost after " + page + " pages");
+                }
+                com.stripe.param.RefundListParams.Builder params = com.stripe.param.RefundListParams.builder()
+                        .setPaymentIntent(paymentIntentId)
+                        .setCreated(com.stripe.param.RefundListParams.Created.builder().setGte(gte).setLte(lte).build())
+                        .setLimit(100L);
+                if (startingAfter != null) {
+                    params.setStartingAfter(startingAfter);
+                }
+                StripeCollection<com.stripe.model.Refund> list = clients.client().v1().refunds().list(params.build());
+                List<com.stripe.model.Refund> data = list.getData() == null ? List.of() : list.getData();
+                for (com.stripe.model.Refund refund : data) {
+                    if (refund.getMetadata() != null && identity.equals(refund.getMetadata().get(PaymentOrder.KEY))) {
+                        matches.add(refund);
+                    }
+                }
+                if (!Boolean.TRUE.equals(list.getHasMore())) {
+                    if (matches.size() > 1) {
+                        LOG.errorf("refund key %s has %d refunds at Stripe; reconcile", identity, matches.size());
+                        duplicateFindings.increment();
+                    }
+                    return matches.stream().findFirst().map(StripeGateway::classifyRefund);
+                }
+                if (data.isEmpty()) {
+                    throw new LookupFailedException("Stripe answered an empty page with has_more=true; the list cannot be trusted", null);
+                }
+                startingAfter = data.get(data.size() - 1).getId();
+            }
+        } catch (StripeException e) {
+            throw new LookupFailedException("listing refunds failed: " + e.getMessage(), e);
+        }
+        throw new LookupTooLargeException("more than " + maxPages + " pages of refunds in the window");
+    }
+
+    public com.stripe.model.Refund retrieveRefund(String refundId) {
+        try {
+            return clients.client().v1().refunds().retrieve(refundId);
+        } catch (StripeException e) {
+            throw new LookupFailedException("retrieving " + refundId + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    /** Cancels a refund that waits for action (only those can be); answers the refund as it is after it. */
+    public com.stripe.model.Refund cancelRefund(String refundId) {
+        try {
+            return clients.client().v1().refunds().cancel(refundId);
+        } catch (InvalidRequestException e) {
+            return retrieveRefund(refundId);
+        } catch (StripeException e) {
+            throw new LookupFailedException("canceling " + refundId + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * What a refund's state means for its row: {@code succeeded}; {@code pending} (and {@code requires_action}) are
+     * answered as made, their outcome to come; {@code failed} and {@code canceled} refunded nothing.
+     */
+    public static StripeOutcome classifyRefund(com.stripe.model.Refund refund) {
+        return switch (nonNull(refund.getStatus(), "unknown")) {
+            case "succeeded" -> new StripeOutcome.Succeeded(refund.getId());
+            case "pending" -> new StripeOutcome.Processing(refund.getId());
+            case "requires_action" -> new StripeOutcome.RequiresAction(refund.getId(), null, null);
+            case "failed" -> new StripeOutcome.Declined(refund.getId(), "refund_failed", refund.getFailureReason(),
+                    "The refund failed at Stripe" + (refund.getFailureReason() == null ? "." : ": " + refund.getFailureReason() + "."));
+            case "canceled" -> new StripeOutcome.Canceled(refund.getId());
+            default -> new StripeOutcome.Pending(refund.getId(), refund.getStatus());
         };
     }
 

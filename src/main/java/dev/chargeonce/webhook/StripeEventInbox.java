@@ -2,11 +2,7 @@ package dev.chargeonce.webhook;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.stripe.model.PaymentIntent;
-import dev.chargeonce.charge.ChargeStripeSide;
-import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.Settlement;
-import dev.chargeonce.operation.StripeSide;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.stripe.StripeGateway;
 import dev.chargeonce.web.ApiException;
@@ -34,7 +30,8 @@ import org.jboss.logging.Logger;
  * that fails rolls its inbox row back with it, so Stripe's redelivery is processed as new. Concurrent deliveries of
  * one event wait on the id's uniqueness, and all but one find it there. The endpoint acknowledges only after commit.
  *
- * <p>Nothing here calls Stripe: a PaymentIntent event carries the PaymentIntent, which is all a state change needs.
+ * <p>Nothing here calls Stripe: an event carries its object (a PaymentIntent, a refund), which is all a state change
+ * needs.
  */
 @ApplicationScoped
 public class StripeEventInbox {
@@ -52,7 +49,7 @@ public class StripeEventInbox {
             """;
 
     private static final String RECORD_OUTCOME = """
-            UPDATE stripe_events SET outcome = ?, charge_id = ?, detail = ? WHERE id = ?
+            UPDATE stripe_events SET outcome = ?, row_id = ?, detail = ? WHERE id = ?
             """;
 
     private static final String DELETE_OLD = """
@@ -105,15 +102,7 @@ public class StripeEventInbox {
                 return Received.DUPLICATE;
             }
         }
-        Settlement.Result result;
-        Optional<PaymentIntent> pi = event.type().startsWith("payment_intent.")
-                ? StripeGateway.paymentIntentOfEvent(payload) : Optional.empty();
-        if (pi.isPresent()) {
-            StripeSide.ObjectState state = ChargeStripeSide.state(pi.get());
-            result = settlement.apply(tx, Operation.CHARGE, state.objectId(), state.identity(), state.outcome(), state.stripeStatus());
-        } else {
-            result = new Settlement.Result(Settlement.Effect.IGNORED, null, "not an event this service acts on");
-        }
+        Settlement.Result result = settlement.applyEvent(tx, event.type(), StripeGateway.objectOfEvent(payload));
         try (PreparedStatement ps = tx.prepareStatement(RECORD_OUTCOME)) {
             ps.setString(1, result.effect().name().toLowerCase());
             ps.setString(2, result.rowId());

@@ -63,6 +63,7 @@ public final class ProcessEnvironment implements AutoCloseable {
         config.put("chargeonce.stripe.connect-timeout", connect + "ms");
         config.put("chargeonce.stripe.read-timeout", readTimeout.toMillis() + "ms");
         config.put("dev.chargeonce.stripe.StripeApi/create/Retry/maxRetries", Integer.toString(retries));
+        config.put("dev.chargeonce.stripe.StripeApi/createRefund/Retry/maxRetries", Integer.toString(retries));
     }
 
     /** A direct connection to the test database (not through the proxy), to inspect rows. */

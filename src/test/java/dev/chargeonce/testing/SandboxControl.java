@@ -35,6 +35,31 @@ public final class SandboxControl {
         return out;
     }
 
+    /** Refunds of one (client, refund Idempotency-Key) at Stripe, whichever row or attempt made them. */
+    public List<JsonNode> refundsFor(String clientId, String idempotencyKey) {
+        List<JsonNode> out = new ArrayList<>();
+        get("/_sandbox/refunds?key=" + dev.chargeonce.stripe.StripeKeys.refundIdentity(clientId, idempotencyKey))
+                .get("data").forEach(out::add);
+        return out;
+    }
+
+    /** Every refund at Stripe, as it is now, oldest first. */
+    public List<JsonNode> refunds() {
+        List<JsonNode> out = new ArrayList<>();
+        get("/_sandbox/refunds").get("data").forEach(out::add);
+        return out;
+    }
+
+    /** How many refund creates reached Stripe (refused and faulted ones included). */
+    public long refundCreateRequests() {
+        return get("/_sandbox/refunds/requests").get("create_requests").asLong();
+    }
+
+    /** A pending refund reaches its outcome ({@code succeeded}, {@code failed}), with its event. */
+    public JsonNode settleRefund(String stripeRefundId, String status) {
+        return post("/_sandbox/refunds/" + stripeRefundId + "/settle?status=" + status);
+    }
+
     /** Scripts the next create requests one by one, e.g. {@code plan("slow:3000", "edge")} (StripeSandbox#plan). */
     public void plan(String... steps) {
         faults("plan=" + String.join(",", steps));

@@ -1,0 +1,53 @@
+package dev.chargeonce.refund;
+
+import dev.chargeonce.auth.ApiKeyFilter;
+import dev.chargeonce.charge.ChargeQueries;
+import dev.chargeonce.idempotency.IdempotencyKey;
+import dev.chargeonce.web.BodyLimitFilter;
+import io.smallrye.common.annotation.RunOnVirtualThread;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.HeaderParam;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.QueryParam;
+import jakarta.ws.rs.container.ContainerRequestContext;
+import jakarta.ws.rs.core.Context;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+
+/** A charge's refunds: make one ({@code Idempotency-Key} required, as for charges), list them. */
+@Path("/v1/charges/{id}/refunds")
+@Produces(MediaType.APPLICATION_JSON)
+public class ChargeRefundsResource {
+
+    private final RefundService refunds;
+    private final RefundQueries queries;
+
+    ChargeRefundsResource(RefundService refunds, RefundQueries queries) {
+        this.refunds = refunds;
+        this.queries = queries;
+    }
+
+    @POST
+    @Consumes(MediaType.APPLICATION_JSON)
+    @RunOnVirtualThread
+    public Response create(@Context ContainerRequestContext request, @PathParam("id") String chargeId,
+                           @HeaderParam(IdempotencyKey.HEADER) String idempotencyKey, byte[] body) {
+        if (body != null && body.length > BodyLimitFilter.MAX_BODY_BYTES) {
+            throw BodyLimitFilter.tooLarge();
+        }
+        IdempotencyKey key = IdempotencyKey.parse(idempotencyKey);
+        RefundRequest refund = RefundRequest.parse(body == null ? new byte[0] : body);
+        return refunds.refund(ApiKeyFilter.clientId(request), chargeId, key, refund).toResponse();
+    }
+
+    @GET
+    @RunOnVirtualThread
+    public Response list(@Context ContainerRequestContext request, @PathParam("id") String chargeId,
+                         @QueryParam("limit") String limit) {
+        return Response.ok(queries.listOfCharge(ApiKeyFilter.clientId(request), chargeId, ChargeQueries.parseLimit(limit))).build();
+    }
+}

@@ -1,0 +1,99 @@
+package dev.chargeonce.refund;
+
+import com.stripe.model.Charge;
+import com.stripe.model.Refund;
+import com.stripe.model.StripeObject;
+import dev.chargeonce.idempotency.ClaimedIntent;
+import dev.chargeonce.idempotency.IdempotencyStore.Final;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.operation.RowRef;
+import dev.chargeonce.operation.StripeSide;
+import dev.chargeonce.stripe.PaymentOrder;
+import dev.chargeonce.stripe.RefundOrder;
+import dev.chargeonce.stripe.StripeCall;
+import dev.chargeonce.stripe.StripeGateway;
+import dev.chargeonce.stripe.StripeKeys;
+import dev.chargeonce.stripe.StripeOutcome;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A refund at Stripe: created on the charge's PaymentIntent with a key and metadata derived from (client, refund
+ * key), found again among the PaymentIntent's refunds by that identity, followed by id while pending.
+ */
+@ApplicationScoped
+public class RefundStripeSide implements StripeSide<RefundTerms> {
+
+    /** Events whose object is a refund; {@code charge.refunded} carries the charge, with its refunds when expanded. */
+    private static final List<String> REFUND_EVENTS = List.of("refund.created", "refund.updated", "refund.failed",
+            "charge.refund.updated");
+
+    private final StripeGateway stripe;
+
+    RefundStripeSide(StripeGateway stripe) {
+        this.stripe = stripe;
+    }
+
+    @Override
+    public Operation operation() {
+        return Operation.REFUND;
+    }
+
+    @Override
+    public RefundTerms parse(String requestJson) {
+        return RefundTerms.fromJson(requestJson);
+    }
+
+    @Override
+    public StripeCall send(ClaimedIntent intent, RefundTerms terms, long sendBefore) {
+        return stripe.createRefund(new RefundOrder(identity(intent), intent.clientId(), intent.stripeAttempt(),
+                StripeKeys.deriveRefund(intent.clientId(), intent.key(), intent.stripeAttempt()), terms.paymentIntent(),
+                terms.amount(), terms.reason(), terms.metadata(), sendBefore));
+    }
+
+    @Override
+    public Optional<StripeOutcome> find(ClaimedIntent intent, RefundTerms terms, Instant from, Instant until, int maxPages,
+                                        BooleanSupplier stillHolding) {
+        return stripe.findRefund(identity(intent), terms.paymentIntent(), from, until, maxPages, stillHolding);
+    }
+
+    @Override
+    public ObjectState look(String objectId, boolean giveUp) {
+        return state(giveUp ? stripe.cancelRefund(objectId) : stripe.retrieveRefund(objectId));
+    }
+
+    @Override
+    public List<ObjectState> objectsOf(String eventType, StripeObject stripeObject) {
+        if (REFUND_EVENTS.contains(eventType) && stripeObject instanceof Refund refund) {
+            return List.of(state(refund));
+        }
+        if ("charge.refunded".equals(eventType) && stripeObject instanceof Charge charge && charge.getRefunds() != null
+                && charge.getRefunds().getData() != null) {
+            return charge.getRefunds().getData().stream().map(RefundStripeSide::state).toList();
+        }
+        return List.of();
+    }
+
+    private static ObjectState state(Refund refund) {
+        return new ObjectState(refund.getId(), refund.getMetadata() == null ? null : refund.getMetadata().get(PaymentOrder.KEY),
+                StripeGateway.classifyRefund(refund), refund.getStatus());
+    }
+
+    @Override
+    public Optional<Final> finalAnswer(RowRef row, RefundTerms terms, StripeOutcome outcome, Duration firstLook) {
+        return RefundResponses.finalAnswer(row, terms, outcome, firstLook);
+    }
+
+    @Override
+    public Optional<String> state(StripeOutcome outcome) {
+        return RefundResponses.state(outcome);
+    }
+
+    private static String identity(ClaimedIntent intent) {
+        return StripeKeys.refundIdentity(intent.clientId(), intent.key().value());
+    }
+}

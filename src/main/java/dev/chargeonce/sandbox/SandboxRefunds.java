@@ -1,0 +1,229 @@
+package dev.chargeonce.sandbox;
+
+import dev.chargeonce.sandbox.StripeSandbox.Response;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The sandbox's refunds, as Stripe makes them: {@code POST /v1/refunds} (a PaymentIntent that succeeded; the amount
+ * defaults to what is left; more than what is left is refused; the same idempotency and fault switches as
+ * creates), {@code GET /v1/refunds} ({@code payment_intent}, {@code created[gte|lte]}, newest first),
+ * {@code GET /v1/refunds/{id}}, {@code POST /v1/refunds/{id}/cancel} ({@code requires_action} only). A refund of a
+ * payment made with {@code pm_sandbox_processing} (a bank debit) stays {@code pending} until settled; every change is
+ * an event ({@code refund.created}, {@code refund.updated}, {@code refund.failed}). Control plane:
+ * {@code GET /_sandbox/refunds?key=} (the ledger, by the refund's identity), {@code POST
+ * /_sandbox/refunds/{id}/settle?status=succeeded|failed&failure_reason=}.
+ */
+public final class SandboxRefunds {
+
+    /** One refund the sandbox made. */
+    public record Refund(String id, String paymentIntentId, long amount, String currency, String status, String reason,
+                         Map<String, String> metadata, long created, long createdNanos, String idempotencyKey,
+                         String failureReason) {
+    }
+
+    private final StripeSandbox sandbox;
+    private final Map<String, Refund> byId = new ConcurrentHashMap<>();
+    private final List<Refund> ledger = java.util.Collections.synchronizedList(new ArrayList<>());
+    private final java.util.concurrent.atomic.AtomicInteger createRequests = new java.util.concurrent.atomic.AtomicInteger();
+
+    SandboxRefunds(StripeSandbox sandbox) {
+        this.sandbox = sandbox;
+    }
+
+    Response handle(String method, String path, Map<String, String> query, Map<String, String> form, String idempotencyKey) {
+        if (method.equals("POST") && path.equals("/v1/refunds")) {
+            createRequests.incrementAndGet();
+            return sandbox.idempotent("/v1/refunds", idempotencyKey, form, this::create);
+        }
+        if (method.equals("GET") && path.equals("/v1/refunds")) {
+            return Response.json(200, list(query));
+        }
+        if (method.equals("POST") && path.endsWith("/cancel")) {
+            return cancel(path.substring("/v1/refunds/".length(), path.length() - "/cancel".length()));
+        }
+        if (method.equals("GET") && path.startsWith("/v1/refunds/")) {
+            Refund refund = byId.get(path.substring("/v1/refunds/".length()));
+            return refund == null ? missing() : Response.json(200, toJson(refund));
+        }
+        return Response.json(404, StripeSandbox.error("invalid_request_error", null, "Unrecognized request URL (" + method + ": " + path + ")", null));
+    }
+
+    /** Serialized: two refunds of one PaymentIntent must see each other's amounts, as at Stripe. */
+    private synchronized Response create(String idempotencyKey, Map<String, String> params, String planned) {
+        if (planned.equals("fail_before")) {
+            return Response.json(500, StripeSandbox.error("api_error", null, "An unknown error occurred (sandbox: before refunding).", null));
+        }
+        StripeSandbox.PaymentIntent pi = sandbox.paymentIntent(params.getOrDefault("payment_intent", ""));
+        if (pi == null) {
+            return Response.json(400, StripeSandbox.error("invalid_request_error", "resource_missing",
+                    "No such payment_intent: '" + params.get("payment_intent") + "'", "payment_intent"));
+        }
+        if (!pi.charged()) {
+            return Response.json(400, StripeSandbox.error("invalid_request_error", "charge_not_refundable",
+                    "This PaymentIntent has no successful charge to refund.", "payment_intent"));
+        }
+        long left = pi.amount() - refunded(pi.id());
+        if (left <= 0) {
+            return Response.json(400, StripeSandbox.error("invalid_request_error", "charge_already_refunded",
+                    "Charge has already been refunded.", null));
+        }
+        long amount = params.containsKey("amount") ? Long.parseLong(params.get("amount")) : left;
+        if (amount < 1 || amount > left) {
+            return Response.json(400, StripeSandbox.error("invalid_request_error", "amount_too_large",
+                    "Refund amount (" + amount + ") is greater than unrefunded amount on charge (" + left + ").", "amount"));
+        }
+        Map<String, String> metadata = new TreeMap<>();
+        params.forEach((k, v) -> {
+            if (k.startsWith("metadata[") && k.endsWith("]")) {
+                metadata.put(k.substring(9, k.length() - 1), v);
+            }
+        });
+        String status = "pm_sandbox_processing".equals(pi.paymentMethod()) ? "pending" : "succeeded";
+        Refund refund = new Refund("re_" + sandbox.randomId(24), pi.id(), amount, pi.currency(), status, params.get("reason"),
+                Map.copyOf(metadata), System.currentTimeMillis() / 1000, System.nanoTime(), idempotencyKey, null);
+        byId.put(refund.id(), refund);
+        ledger.add(refund);
+        sandbox.webhooks().emit("refund.created", toJson(refund));
+        if (planned.equals("fail_after")) {
+            return Response.json(500, StripeSandbox.error("api_error", null, "An unknown error occurred (sandbox: after refunding).", null));
+        }
+        return Response.json(200, toJson(refund));
+    }
+
+    /** Pending and succeeded refunds of a PaymentIntent (what it can no longer refund). */
+    private long refunded(String paymentIntentId) {
+        synchronized (ledger) {
+            return ledger.stream().filter(r -> r.paymentIntentId().equals(paymentIntentId))
+                    .filter(r -> byId.get(r.id()).status().matches("pending|succeeded|requires_action"))
+                    .mapToLong(Refund::amount).sum();
+        }
+    }
+
+    private synchronized Response cancel(String id) {
+        Refund refund = byId.get(id);
+        if (refund == null) {
+            return missing();
+        }
+        if (!"requires_action".equals(refund.status())) {
+            return Response.json(400, StripeSandbox.error("invalid_request_error", "refund_unexpected_state",
+                    "Only a refund with status requires_action can be canceled.", null));
+        }
+        return Response.json(200, toJson(change(id, "canceled", null)));
+    }
+
+    /** A pending refund reaches its outcome (as the bank answers). */
+    public synchronized Refund settle(String id, String status, String failureReason) {
+        return change(id, status, "failed".equals(status) ? (failureReason == null ? "lost_or_stolen_card" : failureReason) : null);
+    }
+
+    private Refund change(String id, String status, String failureReason) {
+        Refund before = byId.get(id);
+        if (before == null) {
+            throw new IllegalArgumentException("no refund " + id);
+        }
+        Refund after = new Refund(before.id(), before.paymentIntentId(), before.amount(), before.currency(), status, before.reason(),
+                before.metadata(), before.created(), before.createdNanos(), before.idempotencyKey(), failureReason);
+        byId.put(id, after);
+        sandbox.webhooks().emit("failed".equals(status) ? "refund.failed" : "refund.updated", toJson(after));
+        return after;
+    }
+
+    Response control(String path, Map<String, String> query) {
+        if (path.endsWith("/settle")) {
+            String id = path.substring("/_sandbox/refunds/".length(), path.length() - "/settle".length());
+            return Response.json(200, toJson(settle(id, query.getOrDefault("status", "succeeded"), query.get("failure_reason"))));
+        }
+        if (path.endsWith("/requests")) {
+            return Response.json(200, "{\"create_requests\":" + createRequests() + "}");
+        }
+        String key = query.get("key");
+        StringBuilder json = new StringBuilder("{\"data\":[");
+        List<Refund> all = key == null ? all() : forKey(key);
+        for (int i = 0; i < all.size(); i++) {
+            String refund = toJson(all.get(i));
+            json.append(i == 0 ? "" : ",").append(refund, 0, refund.length() - 1)
+                    .append(",\"sandbox_idempotency_key\":").append(StripeSandbox.quote(all.get(i).idempotencyKey())).append('}');
+        }
+        return Response.json(200, json.append("]}").toString());
+    }
+
+    /** Every refund, as it is now, oldest first. */
+    public List<Refund> all() {
+        synchronized (ledger) {
+            return ledger.stream().map(r -> byId.get(r.id())).toList();
+        }
+    }
+
+    /** The refunds whose {@code chargeonce_key} metadata (a refund's identity) is {@code identity}. */
+    public List<Refund> forKey(String identity) {
+        return all().stream().filter(r -> identity.equals(r.metadata().get("chargeonce_key"))).toList();
+    }
+
+    /** How many refund creates reached the sandbox (refused and faulted ones included). */
+    public int createRequests() {
+        return createRequests.get();
+    }
+
+    void clear() {
+        createRequests.set(0);
+        byId.clear();
+        ledger.clear();
+    }
+
+    private String list(Map<String, String> query) {
+        int limit = Math.min(100, Integer.parseInt(query.getOrDefault("limit", "10")));
+        long gte = Long.parseLong(query.getOrDefault("created[gte]", "0"));
+        long lte = Long.parseLong(query.getOrDefault("created[lte]", Long.toString(Long.MAX_VALUE)));
+        String pi = query.get("payment_intent");
+        String startingAfter = query.get("starting_after");
+        List<Refund> newestFirst = new ArrayList<>(all());
+        newestFirst.sort(java.util.Comparator.comparingLong(Refund::created).thenComparingLong(Refund::createdNanos).reversed());
+        StringBuilder page = new StringBuilder();
+        int count = 0;
+        boolean skipping = startingAfter != null;
+        boolean more = false;
+        for (Refund refund : newestFirst) {
+            if (skipping) {
+                skipping = !refund.id().equals(startingAfter);
+                continue;
+            }
+            if (refund.created() < gte || refund.created() > lte || (pi != null && !pi.equals(refund.paymentIntentId()))) {
+                continue;
+            }
+            if (count == limit) {
+                more = true;
+                break;
+            }
+            page.append(count++ == 0 ? "" : ",").append(toJson(refund));
+        }
+        return "{\"object\":\"list\",\"url\":\"/v1/refunds\",\"has_more\":" + more + ",\"data\":[" + page + "]}";
+    }
+
+    private static Response missing() {
+        return Response.json(404, StripeSandbox.error("invalid_request_error", "resource_missing", "No such refund", "refund"));
+    }
+
+    static String toJson(Refund refund) {
+        StringBuilder json = new StringBuilder(256)
+                .append("{\"id\":").append(StripeSandbox.quote(refund.id()))
+                .append(",\"object\":\"refund\"")
+                .append(",\"amount\":").append(refund.amount())
+                .append(",\"currency\":").append(StripeSandbox.quote(refund.currency()))
+                .append(",\"payment_intent\":").append(StripeSandbox.quote(refund.paymentIntentId()))
+                .append(",\"status\":").append(StripeSandbox.quote(refund.status()))
+                .append(",\"reason\":").append(StripeSandbox.quote(refund.reason()))
+                .append(",\"failure_reason\":").append(StripeSandbox.quote(refund.failureReason()))
+                .append(",\"created\":").append(refund.created())
+                .append(",\"metadata\":{");
+        int i = 0;
+        for (Map.Entry<String, String> e : new LinkedHashMap<>(new TreeMap<>(refund.metadata())).entrySet()) {
+            json.append(i++ == 0 ? "" : ",").append(StripeSandbox.quote(e.getKey())).append(':').append(StripeSandbox.quote(e.getValue()));
+        }
+        return json.append("}}").toString();
+    }
+}
