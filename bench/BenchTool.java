@@ -46,15 +46,22 @@ public class BenchTool {
                 + "\"amount\":1000,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\",\"customer\":null,"
                 + "\"description\":null,\"metadata\":{},\"payment_intent\":\"pi_000000000000000000000pgb\",\"created\":1767225600}";
         static final String REQUEST = "{\"amount\":1000,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}";
+        /** A refund row's request (the resolved terms) and stored answer, as the service writes them for 1 cent. */
+        static final String REFUND_REQUEST = "{\"amount\":1,\"charge\":\"chg_0000000000000000000000pgb\",\"currency\":\"usd\","
+                + "\"metadata\":{},\"payment_intent\":\"pi_000000000000000000000pgb\"}";
+        static final String REFUND_RESPONSE = "{\"id\":\"rfd_0000000000000000000000pgb\",\"object\":\"refund\",\"status\":\"succeeded\","
+                + "\"amount\":1,\"currency\":\"usd\",\"charge\":\"chg_0000000000000000000000pgb\","
+                + "\"payment_intent\":\"pi_000000000000000000000pgb\",\"reason\":null,\"metadata\":{},"
+                + "\"stripe_refund\":\"re_0000000000000000000000pgb\",\"created\":1767225600}";
         static final String FINGERPRINT = "7c0b5b8e4c1f3f0a9d2e6b1a8c7d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d";
         static final String LEASE_MS = "30000";
         static final String HORIZON_MS = "82800000";
 
         static void write(Path source, Path dir) throws IOException {
-            String java = Files.readString(source);
-            String columns = textBlock(java, "COLUMNS");
-            String claim = textBlock(java, "CLAIM").replace("%1$s", columns);
-            String finish = textBlock(java, "FINISH");
+            Statements store = new Statements(Files.readString(source),
+                    Files.readString(source.resolveSibling("Operation.java")));
+            String claim = store.of("CHARGE", "CLAIM");
+            String finish = store.of("CHARGE", "FINISH");
             Files.createDirectories(dir);
 
             // pgbench substitutes :name everywhere, string literals included ("amount":1000 would become a parameter),
@@ -62,22 +69,23 @@ public class BenchTool {
             // JDBC binds it in the service.
             Files.writeString(dir.resolve("defines.txt"), String.join("\n",
                     "request=" + REQUEST, "response=" + RESPONSE, "fingerprint=" + FINGERPRINT, "pgbench_client=pgbench",
-                    "bench_client=bench", "usd=usd", "completed=completed") + "\n");
+                    "bench_client=bench", "usd=usd", "completed=completed", "succeeded=succeeded",
+                    "refund_request=" + REFUND_REQUEST, "refund_response=" + REFUND_RESPONSE) + "\n");
 
             // claim + finish of a new payment: what the database does for every new charge.
             String pair = "\\set k random(1, 9000000000000000000)\n"
                     + bind(claim, List.of("'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "'pgb-' || CAST(:k AS text)",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, HORIZON_MS, HORIZON_MS, ":pgbench_client",
-                    "'pgb-' || CAST(:k AS text)")).strip() + "\n\\gset\n"
-                    + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":id",
-                    ":lease_gen")).strip() + ";\n";
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, "'pgb-id-' || CAST(:k AS text)",
+                    HORIZON_MS, HORIZON_MS, ":pgbench_client", "'pgb-' || CAST(:k AS text)")).strip() + "\n\\gset\n"
+                    + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":succeeded",
+                    "NULL", ":id", ":lease_gen")).strip() + ";\n";
             Files.writeString(dir.resolve("claim_finish.sql"), pair);
 
             // the replay: the same claim statement finding a finished row (rows from bench/sql/bulk_rows.sql).
             String replay = "\\set i 10 * random(0, :replay_rows - 1)\n"
                     + bind(claim, List.of("'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "'bulk-' || CAST(:i AS text)",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, HORIZON_MS, HORIZON_MS, ":bench_client",
-                    "'bulk-' || CAST(:i AS text)")).strip() + ";\n";
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, "'pgbreplay-id-' || CAST(:i AS text)",
+                    HORIZON_MS, HORIZON_MS, ":bench_client", "'bulk-' || CAST(:i AS text)")).strip() + ";\n";
             Files.writeString(dir.resolve("replay.sql"), replay);
         }
 
@@ -88,6 +96,64 @@ public class BenchTool {
                 throw new IllegalStateException("IdempotencyStore.java has no text block " + name + ": update bench/BenchTool.java");
             }
             return m.group(1);
+        }
+
+        /**
+         * The store's statements as it runs them for one operation: its text blocks with {@code %s} (the columns read
+         * back) and the operation's placeholders ({@code {t}}, {@code {o}}, ...) filled in as {@code Sql.of} fills
+         * them, all read from the sources (IdempotencyStore.java and Operation.java).
+         */
+        static final class Statements {
+            final String java;
+            final Map<String, Map<String, String>> placeholders = new LinkedHashMap<>();
+
+            Statements(String java, String operationJava) {
+                this.java = java;
+                for (String op : List.of("CHARGE", "REFUND")) {
+                    Matcher m = Pattern.compile("\\b" + op + "\\(\"(\\w+)\", \"(\\w+)\", \"(\\w+)\"").matcher(operationJava);
+                    if (!m.find()) {
+                        throw new IllegalStateException("Operation.java has no " + op + "(table, object column, state column): update bench/BenchTool.java");
+                    }
+                    Map<String, String> values = new LinkedHashMap<>();
+                    values.put("t", m.group(1));
+                    values.put("o", m.group(2));
+                    values.put("s", m.group(3));
+                    placeholders.put(op, values);
+                }
+                // .replace("{name}", op == Operation.REFUND ? <refund's> : <charge's>), a literal or a text block
+                Matcher r = Pattern.compile("\\.replace\\(\"\\{(\\w+)\\}\", op == Operation\\.REFUND \\? (\"[^\"]*\"|\\w+) : (\"[^\"]*\"|\\w+)\\)")
+                        .matcher(java);
+                while (r.find()) {
+                    placeholders.get("REFUND").put(r.group(1), value(r.group(2)));
+                    placeholders.get("CHARGE").put(r.group(1), value(r.group(3)));
+                }
+            }
+
+            private String value(String expression) {
+                return expression.startsWith("\"") ? expression.substring(1, expression.length() - 1) : textBlock(java, expression);
+            }
+
+            /** Text block {@code name} as the store runs it for operation {@code op} (CHARGE or REFUND). */
+            String of(String op, String name) {
+                String sql = textBlock(java, name);
+                // NAME = """ ... """.formatted(A, B): the text blocks A, B in its %s
+                Matcher f = Pattern.compile("\\b" + name + "\\s*=\\s*\"\"\".*?\"\"\"\\.formatted\\(([\\w, ]+)\\)", Pattern.DOTALL)
+                        .matcher(java);
+                if (f.find()) {
+                    sql = String.format(Locale.ROOT, sql, Arrays.stream(f.group(1).split(",\\s*")).map(a -> textBlock(java, a)).toArray());
+                }
+                for (int pass = 0; pass < 2; pass++) { // a placeholder's value may hold another one
+                    for (Map.Entry<String, String> e : placeholders.get(op).entrySet()) {
+                        sql = sql.replace("{" + e.getKey() + "}", e.getValue());
+                    }
+                }
+                Matcher left = Pattern.compile("\\{[a-z_]+\\}").matcher(sql);
+                if (left.find()) {
+                    throw new IllegalStateException(name + " still has the placeholder " + left.group() + " for " + op
+                            + ": update bench/BenchTool.java\n" + sql);
+                }
+                return sql;
+            }
         }
 
         /** Replaces the JDBC placeholders in order; refuses when the statement's parameters changed. */
