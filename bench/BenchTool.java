@@ -19,7 +19,8 @@ import java.util.stream.Stream;
  *
  * <ul>
  *   <li>{@code pgbench-scripts <IdempotencyStore.java> <out dir>}: writes pgbench scripts with the service's own
- *       claim and finish statements, cut out of the source so that the reference follows the code.</li>
+ *       statements (a charge's claim and finish, a refund's claim transaction and finish, the replays' reads), cut
+ *       out of the source so that the reference follows the code.</li>
  *   <li>{@code report <results dir>}: reads what the run left there (wrk JSON lines, pgbench output and logs, RSS
  *       samples, meta.properties) and prints the tables, the ratios and the targets as Markdown.</li>
  * </ul>
@@ -46,15 +47,22 @@ public class BenchTool {
                 + "\"amount\":1000,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\",\"customer\":null,"
                 + "\"description\":null,\"metadata\":{},\"payment_intent\":\"pi_000000000000000000000pgb\",\"created\":1767225600}";
         static final String REQUEST = "{\"amount\":1000,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}";
+        /** A refund row's request (the resolved terms) and stored answer, as the service writes them for 1 cent. */
+        static final String REFUND_REQUEST = "{\"amount\":1,\"charge\":\"chg_0000000000000000000000pgb\",\"currency\":\"usd\","
+                + "\"metadata\":{},\"payment_intent\":\"pi_000000000000000000000pgb\"}";
+        static final String REFUND_RESPONSE = "{\"id\":\"rfd_0000000000000000000000pgb\",\"object\":\"refund\",\"status\":\"succeeded\","
+                + "\"amount\":1,\"currency\":\"usd\",\"charge\":\"chg_0000000000000000000000pgb\","
+                + "\"payment_intent\":\"pi_000000000000000000000pgb\",\"reason\":null,\"metadata\":{},"
+                + "\"stripe_refund\":\"re_0000000000000000000000pgb\",\"created\":1767225600}";
         static final String FINGERPRINT = "7c0b5b8e4c1f3f0a9d2e6b1a8c7d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d";
         static final String LEASE_MS = "30000";
         static final String HORIZON_MS = "82800000";
 
         static void write(Path source, Path dir) throws IOException {
-            String java = Files.readString(source);
-            String columns = textBlock(java, "COLUMNS");
-            String claim = textBlock(java, "CLAIM").replace("%1$s", columns);
-            String finish = textBlock(java, "FINISH");
+            Statements store = new Statements(Files.readString(source),
+                    Files.readString(source.resolveSibling("Operation.java")));
+            String claim = store.of("CHARGE", "CLAIM");
+            String finish = store.of("CHARGE", "FINISH");
             Files.createDirectories(dir);
 
             // pgbench substitutes :name everywhere, string literals included ("amount":1000 would become a parameter),
@@ -62,23 +70,54 @@ public class BenchTool {
             // JDBC binds it in the service.
             Files.writeString(dir.resolve("defines.txt"), String.join("\n",
                     "request=" + REQUEST, "response=" + RESPONSE, "fingerprint=" + FINGERPRINT, "pgbench_client=pgbench",
-                    "bench_client=bench", "usd=usd", "completed=completed") + "\n");
+                    "bench_client=bench", "usd=usd", "completed=completed", "succeeded=succeeded",
+                    "refund_request=" + REFUND_REQUEST, "refund_response=" + REFUND_RESPONSE) + "\n");
 
             // claim + finish of a new payment: what the database does for every new charge.
             String pair = "\\set k random(1, 9000000000000000000)\n"
                     + bind(claim, List.of("'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "'pgb-' || CAST(:k AS text)",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, HORIZON_MS, HORIZON_MS, ":pgbench_client",
-                    "'pgb-' || CAST(:k AS text)")).strip() + "\n\\gset\n"
-                    + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":id",
-                    ":lease_gen")).strip() + ";\n";
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, "'pgb-id-' || CAST(:k AS text)",
+                    HORIZON_MS, HORIZON_MS, ":pgbench_client", "'pgb-' || CAST(:k AS text)")).strip() + "\n\\gset\n"
+                    + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":succeeded",
+                    "NULL", ":id", ":lease_gen")).strip() + ";\n";
             Files.writeString(dir.resolve("claim_finish.sql"), pair);
 
             // the replay: the same claim statement finding a finished row (rows from bench/sql/bulk_rows.sql).
             String replay = "\\set i 10 * random(0, :replay_rows - 1)\n"
                     + bind(claim, List.of("'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "'bulk-' || CAST(:i AS text)",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, HORIZON_MS, HORIZON_MS, ":bench_client",
-                    "'bulk-' || CAST(:i AS text)")).strip() + ";\n";
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, "'pgbreplay-id-' || CAST(:i AS text)",
+                    HORIZON_MS, HORIZON_MS, ":bench_client", "'bulk-' || CAST(:i AS text)")).strip() + ";\n";
             Files.writeString(dir.resolve("replay.sql"), replay);
+
+            // A new refund: the claim transaction (lock the charge, insert the refund's row, reserve its amount), then
+            // the fenced finish; of 1 cent, on one of :refund_charges charges (bench/sql/refund_charges.sql) or all on
+            // one hot charge. The service also reads the key first (the peek, one indexed read: see refund_replay.sql)
+            // and checks the amount in Java between the lock and the insert.
+            String lock = store.of("REFUND", "LOCK_CHARGE_FOR_REFUND");
+            String claimRefund = store.of("REFUND", "CLAIM_REFUND");
+            String reserve = store.of("REFUND", "RESERVE");
+            String finishRefund = store.of("REFUND", "FINISH");
+            for (String variant : List.of("many", "hot")) {
+                String charge = variant.equals("hot") ? "'chg_pgbhot_0'" : "'chg_pgbref_' || CAST(:c AS text)";
+                String script = "\\set k random(1, 9000000000000000000)\n"
+                        + (variant.equals("hot") ? "" : "\\set c random(0, :refund_charges - 1)\n")
+                        + "BEGIN;\n"
+                        + bind(lock, List.of(charge, ":pgbench_client")).strip() + ";\n"
+                        + bind(claimRefund, List.of("'rfd_pgb' || CAST(:k AS text)", charge, ":pgbench_client",
+                        "'pgbr-' || CAST(:k AS text)", ":fingerprint", ":refund_request", "1", ":usd", LEASE_MS, LEASE_MS,
+                        "'pgbr-id-' || CAST(:k AS text)", HORIZON_MS)).strip() + "\n\\gset r_\n"
+                        + bind(reserve, List.of("1", charge)).strip() + ";\n"
+                        + "COMMIT;\n"
+                        + bind(finishRefund, List.of(":completed", "201", ":refund_response", "'re_pgb' || CAST(:k AS text)",
+                        ":succeeded", "NULL", ":r_id", ":r_lease_gen")).strip() + ";\n";
+                Files.writeString(dir.resolve("refund_" + variant + ".sql"), script);
+            }
+
+            // A refund's replay: the peek finding a finished refund (rows from bench/sql/bulk_refunds.sql).
+            String refundReplay = "\\set i random(0, :refund_replay_rows - 1)\n"
+                    + bind(store.of("REFUND", "PEEK"), List.of(HORIZON_MS, ":bench_client", "'rbulk-' || CAST(:i AS text)")).strip()
+                    + ";\n";
+            Files.writeString(dir.resolve("refund_replay.sql"), refundReplay);
         }
 
         /** The body of {@code NAME = """ ... """} in the Java source. */
@@ -88,6 +127,64 @@ public class BenchTool {
                 throw new IllegalStateException("IdempotencyStore.java has no text block " + name + ": update bench/BenchTool.java");
             }
             return m.group(1);
+        }
+
+        /**
+         * The store's statements as it runs them for one operation: its text blocks with {@code %s} (the columns read
+         * back) and the operation's placeholders ({@code {t}}, {@code {o}}, ...) filled in as {@code Sql.of} fills
+         * them, all read from the sources (IdempotencyStore.java and Operation.java).
+         */
+        static final class Statements {
+            final String java;
+            final Map<String, Map<String, String>> placeholders = new LinkedHashMap<>();
+
+            Statements(String java, String operationJava) {
+                this.java = java;
+                for (String op : List.of("CHARGE", "REFUND")) {
+                    Matcher m = Pattern.compile("\\b" + op + "\\(\"(\\w+)\", \"(\\w+)\", \"(\\w+)\"").matcher(operationJava);
+                    if (!m.find()) {
+                        throw new IllegalStateException("Operation.java has no " + op + "(table, object column, state column): update bench/BenchTool.java");
+                    }
+                    Map<String, String> values = new LinkedHashMap<>();
+                    values.put("t", m.group(1));
+                    values.put("o", m.group(2));
+                    values.put("s", m.group(3));
+                    placeholders.put(op, values);
+                }
+                // .replace("{name}", op == Operation.REFUND ? <refund's> : <charge's>), a literal or a text block
+                Matcher r = Pattern.compile("\\.replace\\(\"\\{(\\w+)\\}\", op == Operation\\.REFUND \\? (\"[^\"]*\"|\\w+) : (\"[^\"]*\"|\\w+)\\)")
+                        .matcher(java);
+                while (r.find()) {
+                    placeholders.get("REFUND").put(r.group(1), value(r.group(2)));
+                    placeholders.get("CHARGE").put(r.group(1), value(r.group(3)));
+                }
+            }
+
+            private String value(String expression) {
+                return expression.startsWith("\"") ? expression.substring(1, expression.length() - 1) : textBlock(java, expression);
+            }
+
+            /** Text block {@code name} as the store runs it for operation {@code op} (CHARGE or REFUND). */
+            String of(String op, String name) {
+                String sql = textBlock(java, name);
+                // NAME = """ ... """.formatted(A, B): the text blocks A, B in its %s
+                Matcher f = Pattern.compile("\\b" + name + "\\s*=\\s*\"\"\".*?\"\"\"\\.formatted\\(([\\w, ]+)\\)", Pattern.DOTALL)
+                        .matcher(java);
+                if (f.find()) {
+                    sql = String.format(Locale.ROOT, sql, Arrays.stream(f.group(1).split(",\\s*")).map(a -> textBlock(java, a)).toArray());
+                }
+                for (int pass = 0; pass < 2; pass++) { // a placeholder's value may hold another one
+                    for (Map.Entry<String, String> e : placeholders.get(op).entrySet()) {
+                        sql = sql.replace("{" + e.getKey() + "}", e.getValue());
+                    }
+                }
+                Matcher left = Pattern.compile("\\{[a-z_]+\\}").matcher(sql);
+                if (left.find()) {
+                    throw new IllegalStateException(name + " still has the placeholder " + left.group() + " for " + op
+                            + ": update bench/BenchTool.java\n" + sql);
+                }
+                return sql;
+            }
         }
 
         /** Replaces the JDBC placeholders in order; refuses when the statement's parameters changed. */
@@ -404,6 +501,8 @@ public class BenchTool {
                 out.println();
             }
 
+            printRefunds(out, svc, rep);
+
             // ---- targets
             Run c16 = svc[1], pt16 = pt[1];
             double peak = best(svc);
@@ -435,6 +534,127 @@ public class BenchTool {
                 out.println("| " + String.join(" | ", t) + " |");
             }
             out.println();
+        }
+
+        /** Scenarios 6 and 7: refunds, each next to its references and to the charges of the same run. */
+        void printRefunds(PrintStream out, Run[] charges, Run[] chargeReplays) {
+            Run[] pgb = new Run[4], pgbHot = new Run[4], pgbReplay = new Run[4], many = new Run[4], hot = new Run[4],
+                    ptMany = new Run[4], ptHot = new Run[4], replay = new Run[4];
+            for (int i = 0; i < 4; i++) {
+                int c = CONCURRENCY[i];
+                pgb[i] = pgbench("pgb-refund-c" + c);
+                pgbHot[i] = pgbench("pgb-refund-hot-c" + c);
+                pgbReplay[i] = pgbench("pgb-refund-replay-c" + c);
+                many[i] = wrk("r1-svc-c" + c);
+                ptMany[i] = wrk("r1-pt-c" + c);
+                hot[i] = wrk("r2-svc-c" + c);
+                ptHot[i] = wrk("r2-pt-c" + c);
+                replay[i] = wrk("r3-svc-c" + c);
+            }
+            if (Arrays.stream(many).noneMatch(Run::present) && Arrays.stream(pgb).noneMatch(Run::present)) {
+                return;
+            }
+            double pgbLimit = best(pgb), pgbReplayLimit = best(pgbReplay);
+            String cents = meta.getOrDefault("refund_amount", "1");
+
+            out.println("#### 6. New refunds (Stripe latency 0): " + cents + " cent each, a fresh Idempotency-Key per request");
+            out.println();
+            out.println("References, same run: `pgbench` with the service's refund statements (the claim transaction: `SELECT … FOR"
+                    + " UPDATE` of the charge, `INSERT` of the refund, `UPDATE` of the charge's reservation, `COMMIT`; then the"
+                    + " fenced finish), on " + meta.getOrDefault("pgbench_refund_charges", "?") + " charges or all on one;"
+                    + " the pass-through's refund (one Stripe call) on the same kind of PaymentIntents.");
+            out.println();
+            out.println("| concurrency | pgbench refund tx + finish, many charges, tx/s | p50 | p99 | pgbench, one hot charge, tx/s | p50 | p99 | pass-through refunds/s, many | p50 | p99 | pass-through refunds/s, hot | p50 | p99 |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", CONCURRENCY[i],
+                        rate(pgb[i].rate()), ms(pgb[i].p50()), ms(pgb[i].p99()),
+                        rate(pgbHot[i].rate()), ms(pgbHot[i].p50()), ms(pgbHot[i].p99()),
+                        rate(ptMany[i].rate()), ms(ptMany[i].p50()), ms(ptMany[i].p99()),
+                        rate(ptHot[i].rate()), ms(ptHot[i].p50()), ms(ptHot[i].p99()));
+            }
+            out.println();
+
+            out.println("(a) Many charges, one refund each (" + meta.getOrDefault("refund_pool", "?") + " pre-made charges per run, each"
+                    + " with its own PaymentIntent at the stand-in): no two refunds in flight share a charge.");
+            out.println();
+            out.println("| concurrency | refunds/s | p50 | p99 | p99.9 | × pass-through | × pgbench refund (same c) | × pgbench refund limit | new charges/s (scenario 1) | × new charges | added p50 | added p99 | connections busy / waiting on a lock | non-201 / socket errors |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                Run r = many[i];
+                String name = "r1-svc-c" + CONCURRENCY[i];
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |%n", CONCURRENCY[i],
+                        rate(r.rate()), ms(r.p50()), ms(r.p99()), ms(r.p999()), ratio(r.rate(), ptMany[i].rate()),
+                        ratio(r.rate(), pgb[i].rate()), ratio(r.rate(), pgbLimit), rate(charges[i].rate()),
+                        ratio(r.rate(), charges[i].rate()), ms(r.p50() - ptMany[i].p50()), ms(r.p99() - ptMany[i].p99()),
+                        meta.getOrDefault(name + "_busy", "–"), meta.getOrDefault(name + "_lock_waits", "–"), nonCreated(r));
+            }
+            out.println();
+
+            out.println("(b) One hot charge: every refund in flight is on the same charge, whose row lock the claim transaction"
+                    + " holds from its `SELECT … FOR UPDATE` to its `COMMIT`, so the claims of that charge take turns (the"
+                    + " Stripe call and the finish are outside the lock). The hot charge changes every second (" + meta.getOrDefault("hot_charges", "?")
+                    + " charges made through the service per run), so that the stand-in, which scans a PaymentIntent's refunds"
+                    + " on every refund create, does not slow down over the run. Connections: the service's PostgreSQL"
+                    + " backends, sampled twice a second (pool maximum 32): busy (mean), waiting on a lock (mean / max).");
+            out.println();
+            out.println("| concurrency | refunds/s | p50 | p99 | p99.9 | × c=1 | × many charges (same c) | × pass-through hot | × pgbench hot (same c) | connections busy | waiting on a lock | non-201 / socket errors |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                Run r = hot[i];
+                String name = "r2-svc-c" + CONCURRENCY[i];
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |%n", CONCURRENCY[i],
+                        rate(r.rate()), ms(r.p50()), ms(r.p99()), ms(r.p999()), ratio(r.rate(), hot[0].rate()),
+                        ratio(r.rate(), many[i].rate()), ratio(r.rate(), ptHot[i].rate()), ratio(r.rate(), pgbHot[i].rate()),
+                        meta.getOrDefault(name + "_busy", "–"), meta.getOrDefault(name + "_lock_waits", "–"),
+                        meta.getOrDefault(name + "_lock_waits_max", "–"), nonCreated(r));
+            }
+            out.println();
+            long wrapped = Arrays.stream(many).mapToLong(r -> r.count("wrapped")).sum();
+            if (wrapped > 0) {
+                out.println("Some runs of (a) used up their charges and went on with a second refund of each: " + wrapped
+                        + " refunds in all (no two in flight shared a charge still).");
+                out.println();
+            }
+
+            out.println("CPU per refund, in ms, from /proc over the same runs (wrk's own CPU not counted), next to a new charge's.");
+            out.println();
+            out.println("| concurrency | refund, many charges: service + PostgreSQL + stand-in | refund, hot charge: service + PostgreSQL + stand-in | new charge (scenario 1): service + PostgreSQL + stand-in | pass-through refund: pass-through + stand-in | refund replay: service + PostgreSQL |");
+            out.println("|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                int c = CONCURRENCY[i];
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s |%n", c, cpu(cpuPerRequest("r1-svc-c" + c, many[i]), 0, 3, 2),
+                        cpu(cpuPerRequest("r2-svc-c" + c, hot[i]), 0, 3, 2), cpu(cpuPerRequest("s1-svc-c" + c, charges[i]), 0, 3, 2),
+                        cpu(cpuPerRequest("r1-pt-c" + c, ptMany[i]), 1, 2), cpu(cpuPerRequest("r3-svc-c" + c, replay[i]), 0, 3));
+            }
+            out.println();
+
+            out.println("#### 7. Replays of finished refunds (same key, same body)");
+            out.println();
+            out.println("| concurrency | replays/s | p50 | p99 | × pgbench refund replay (same c) | pgbench refund replay tx/s | p50 | p99 | × pgbench refund replay limit | charge replays/s (scenario 2) | × charge replays | answered as replay |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                Run r = replay[i];
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |%n", CONCURRENCY[i],
+                        rate(r.rate()), ms(r.p50()), ms(r.p99()), ratio(r.rate(), pgbReplay[i].rate()), rate(pgbReplay[i].rate()),
+                        ms(pgbReplay[i].p50()), ms(pgbReplay[i].p99()), ratio(r.rate(), pgbReplayLimit),
+                        rate(chargeReplays[i].rate()), ratio(r.rate(), chargeReplays[i].rate()), r.count("replayed"), r.requests());
+            }
+            out.println();
+        }
+
+        /** Answers other than 201 (by status) and socket errors of a refunds run. */
+        static String nonCreated(Run r) {
+            if (!r.present()) {
+                return "–";
+            }
+            StringBuilder b = new StringBuilder();
+            for (String k : List.of("s400", "s402", "s404", "s409", "s422", "s503", "other")) {
+                if (r.count(k) > 0) {
+                    b.append(b.length() == 0 ? "" : ", ").append(r.count(k)).append(" × ").append(k.startsWith("s") ? k.substring(1) : k);
+                }
+            }
+            return (b.length() == 0 ? "0" : b.toString()) + " / " + r.errors();
         }
 
         static String fmt(double v) {

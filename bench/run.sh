@@ -5,12 +5,13 @@
 #
 #   --duration D   length of each measurement (default 10s; the whole default run takes about 10 minutes)
 #   --with-10m     growth scenario also at 10 million rows (adds about 6 minutes: an 8 GB bulk load)
-#   --quick        smoke run: 3 s per measurement, growth up to 100k rows only
+#   --quick        smoke run: 3 s per measurement (refunds included), growth up to 100k rows only
 #   --out DIR      where raw results and report.md go (default bench/results/<timestamp>)
 #
 # It starts, on 127.0.0.1 only, a fresh PostgreSQL 15 (synchronous_commit=on), the Stripe stand-in in its own
-# process, the packaged service and the pass-through baseline, drives them with wrk over real HTTP, runs pgbench
-# with the service's own statements, prints the tables, and stops everything it started (and nothing else).
+# process, the packaged service and the pass-through baseline, drives them with wrk over real HTTP (charges and
+# refunds), runs pgbench with the service's own statements, prints the tables, and stops everything it started
+# (and nothing else).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -36,6 +37,10 @@ SLOW_INFLIGHTS=(200 2000)   # the last one is the issue's scenario 4
 SLOW_LATENCY_MS=300
 GROWTH_C=16
 SERVICE_JVM="-Xmx256m"
+REFUND_AMOUNT=1              # cents per refund: partial refunds, many of them fit on one charge
+REFUND_REPLAY_POOL=2000      # finished refunds rbulk-0..1999 (bench/sql/bulk_refunds.sql), replayed
+PGB_REFUND_CHARGES=100000    # charges the pgbench refund reference spreads its refunds over
+HOT_CHARGE_AMOUNT=99999999   # the hot charges: the largest amount, room for every refund of a run
 API_KEY="sk_bench_0123456789"
 OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
@@ -54,7 +59,7 @@ if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$SANDBOX_JAR" ]; then
   log "building the service package"
   ./mvnw -B -ntp -q -DskipTests package
 fi
-if [ ! -f "$PASSTHROUGH_JAR" ]; then
+if [ ! -f "$PASSTHROUGH_JAR" ] || [ -n "$(find bench/passthrough/src bench/passthrough/pom.xml -newer "$PASSTHROUGH_JAR" -print -quit)" ]; then
   log "building the pass-through baseline (bench/passthrough)"
   ./mvnw -B -ntp -q -f bench/passthrough/pom.xml -DskipTests package
 fi
@@ -104,24 +109,32 @@ cpu_snapshot() { # CPU ticks used so far by: service, pass-through, Stripe stand
   for child in $(ps -o pid= --ppid "$PG_POSTMASTER"); do pg=$(( pg + $(proc_cpu_ticks "$child") )); done
   echo "$(proc_cpu_ticks "$SVC_PID") $(proc_cpu_ticks "$PT_PID") $(proc_cpu_ticks "$STRIPE_PID") $pg"
 }
-wrk_run() { # wrk_run <result name> <port> <connections> <seconds> <mode> [replay_rows]
-  local name="$1" port="$2" c="$3" d="$4" mode="$5" rows="${6:-1000}"
+wrk_measure() { # wrk_measure <result name> <port> <connections> <seconds> <lua script> [script arguments...]
+  local name="$1" port="$2" c="$3" d="$4" script="$5"; shift 5
   local threads=$(( c < 2 ? 1 : 2 )) before after
   before=$(cpu_snapshot)
-  wrk -t "$threads" -c "$c" -d "${d}s" --timeout 30s -s bench/lua/charges.lua "http://127.0.0.1:$port" \
-    -- "mode=$mode" "prefix=$name-$RUN_ID" "key=$API_KEY" "replay_rows=$rows" >"$OUT/$name.json" 2>"$OUT/$name.err" || true
+  wrk -t "$threads" -c "$c" -d "${d}s" --timeout 30s -s "$script" "http://127.0.0.1:$port" \
+    -- "threads=$threads" "prefix=$name-$RUN_ID" "key=$API_KEY" "$@" >"$OUT/$name.json" 2>"$OUT/$name.err" || true
   after=$(cpu_snapshot)
   # CPU milliseconds each process used during the run: service, pass-through, Stripe stand-in, PostgreSQL
   paste -d' ' <(echo "$before" | tr ' ' '\n') <(echo "$after" | tr ' ' '\n') \
     | awk -v tck="$CLK_TCK" '{printf "%d ", ($2 - $1) * 1000 / tck} END {print ""}' >"$OUT/$name.cpu"
   log "  $name: $(grep '^{' "$OUT/$name.json" | sed -E 's/.*"requests":([0-9]+).*"p50":([0-9]+).*"p99":([0-9]+).*/\1 requests, p50 \2 us, p99 \3 us/')"
 }
+wrk_run() { # wrk_run <result name> <port> <connections> <seconds> <mode> [replay_rows]: POST /v1/charges
+  wrk_measure "$1" "$2" "$3" "$4" bench/lua/charges.lua "mode=$5" "replay_rows=${6:-1000}"
+}
+wrk_refunds() { # wrk_refunds <result name> <port> <connections> <seconds> <mode> <svc|pt> [pool file]: refunds
+  wrk_measure "$1" "$2" "$3" "$4" bench/lua/refunds.lua "mode=$5" "target=$6" "pool=${7:-}" "amount=$REFUND_AMOUNT" \
+    "replay_rows=$REFUND_REPLAY_POOL"
+}
 pgbench_run() { # pgbench_run <result name> <script> <clients> <seconds> [replay_rows]
   local name="$1" script="$2" c="$3" d="$4" rows="${5:-1000}"
   local threads=$(( c < 2 ? 1 : 2 )) defines=() line
   while IFS= read -r line; do defines+=(-D "$line"); done <"$WORK_DIR/pgbench/defines.txt"
   PGPASSWORD=x "$PG_BIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "$c" -j "$threads" -T "$d" \
-    -D "replay_rows=$rows" "${defines[@]}" -f "$WORK_DIR/pgbench/$script" -l --log-prefix="$OUT/$name.log" chargeonce \
+    -D "replay_rows=$rows" -D "refund_charges=$PGB_REFUND_CHARGES" -D "refund_replay_rows=$REFUND_REPLAY_POOL" \
+    "${defines[@]}" -f "$WORK_DIR/pgbench/$script" -l --log-prefix="$OUT/$name.log" chargeonce \
     >"$OUT/$name.txt" 2>&1 || { log "pgbench $name failed: $(tail -3 "$OUT/$name.txt")"; return 0; }
   log "  $name: $(grep -E '^tps' "$OUT/$name.txt" | head -1)"
 }
@@ -130,12 +143,64 @@ bulk_load() { # bulk_load <from> <upto>
   psql_at "$PG_PORT" chargeonce -c "VACUUM ANALYZE stripe_intents"
 }
 table_size() { psql_at "$PG_PORT" chargeonce -At -c "SELECT pg_size_pretty(pg_total_relation_size('stripe_intents'))"; }
+# refund_pool <name> <count> <svc|pt>: count charges to refund, each with its own PaymentIntent seeded at the
+# Stripe stand-in (so that the stand-in's checks pass: a succeeded PaymentIntent of 1000 cents), and for svc also
+# in stripe_intents (bench/sql/refund_charges.sql, client "bench"). Writes $OUT/<name>.pool ("<charge> <pi>" lines).
+refund_pool() {
+  local name="$1" count="$2" target="$3"
+  curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/seed?count=$count&metadata%5Bchargeonce_charge_id%5D=$name-$RUN_ID" >/dev/null
+  curl -fsS "http://127.0.0.1:$STRIPE_PORT/_sandbox/ledger?charge_id=$name-$RUN_ID" | grep -o '"id":"pi_[A-Za-z0-9]*"' \
+    | cut -d'"' -f4 | awk '{print NR - 1 "\t" $1}' >"$WORK_DIR/$name.pis"
+  [ "$(wc -l <"$WORK_DIR/$name.pis")" -eq "$count" ] || die "the stand-in seeded $(wc -l <"$WORK_DIR/$name.pis") of $count PaymentIntents"
+  if [ "$target" = svc ]; then
+    psql_at "$PG_PORT" chargeonce -c "TRUNCATE bench_pool" -c "\\copy bench_pool FROM '$WORK_DIR/$name.pis'"
+    psql_at "$PG_PORT" chargeonce -v client=bench -v prefix="$name" -v amount=1000 -f bench/sql/refund_charges.sql
+  fi
+  awk -v p="$name" '{print "chg_" p "_" $1, $2}' "$WORK_DIR/$name.pis" >"$OUT/$name.pool"
+}
+# hot_charges <name> <count>: count charges made through the service (POST /v1/charges, the largest amount), one
+# hot charge per second of a run (see bench/lua/refunds.lua, mode=hot). Writes $OUT/<name>.pool.
+hot_charges() {
+  local name="$1" count="$2" i answer
+  : >"$OUT/$name.pool"
+  for i in $(seq 1 "$count"); do
+    answer=$(curl -fsS -X POST -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
+      -H "Idempotency-Key: hot-$name-$RUN_ID-$i" "http://127.0.0.1:$SVC_PORT/v1/charges" \
+      -d "{\"amount\":$HOT_CHARGE_AMOUNT,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}")
+    echo "$answer" | sed -nE 's/.*"id":"(chg_[^"]+)".*"payment_intent":"(pi_[^"]+)".*/\1 \2/p' >>"$OUT/$name.pool"
+  done
+  [ "$(wc -l <"$OUT/$name.pool")" -eq "$count" ] || die "could not make the hot charges for $name: $answer"
+}
+lock_sampler() { # lock_sampler <file> <stop file>: the service's PostgreSQL backends (busy, waiting on a lock) twice a
+  # second, through one psql session for the whole run (a new connection per sample would cost PostgreSQL CPU that
+  # the run's CPU accounting counts), until <stop file> exists.
+  while [ ! -e "$2" ]; do
+    echo "SELECT count(*) FILTER (WHERE state <> 'idle'), count(*) FILTER (WHERE wait_event_type = 'Lock')
+            FROM pg_stat_activity WHERE datname = 'chargeonce' AND application_name = 'PostgreSQL JDBC Driver';"
+    sleep 0.5
+  done | psql_at "$PG_PORT" chargeonce -At -F' ' >>"$1" 2>/dev/null || true
+}
+# wrk_refunds_sampled: wrk_refunds with lock_sampler; the means go to meta.properties as <name>_busy, <name>_lock_waits
+wrk_refunds_sampled() {
+  local name="$1" sampler
+  : >"$OUT/$name-locks.txt"
+  rm -f "$WORK_DIR/$name.stop"
+  lock_sampler "$OUT/$name-locks.txt" "$WORK_DIR/$name.stop" &
+  sampler=$!
+  wrk_refunds "$@"
+  touch "$WORK_DIR/$name.stop"; wait "$sampler" 2>/dev/null || true
+  awk -v n="$name" '{ b += $1; l += $2; if ($2 > m) m = $2; k++ } END { if (k) printf "%s_busy=%.1f\n%s_lock_waits=%.1f\n%s_lock_waits_max=%d\n", n, b / k, n, l / k, n, m }' \
+    "$OUT/$name-locks.txt" >>"$OUT/meta.properties"
+}
 rss_sampler() { # rss_sampler <pid> <file>: VmRSS and VmHWM (kB) twice a second until stopped
   while kill -0 "$1" 2>/dev/null; do
     awk '/^VmRSS|^VmHWM/ {printf "%s ", $2} END {print ""}' "/proc/$1/status" >>"$2" 2>/dev/null || true
     sleep 0.5
   done
 }
+
+REFUND_POOL=$(( 2000 * DURATION ))   # charges per new-refunds run: more than it can refund, one refund each
+HOT_CHARGES=$(( DURATION + 3 ))      # one hot charge per second of a run
 
 # ---- metadata -----------------------------------------------------------------------------------------------------
 {
@@ -147,11 +212,23 @@ rss_sampler() { # rss_sampler <pid> <file>: VmRSS and VmHWM (kB) twice a second 
   echo "slow_inflights=${SLOW_INFLIGHTS[*]}"
   echo "slow_latency_ms=$SLOW_LATENCY_MS"
   echo "growth_concurrency=$GROWTH_C"
+  echo "refund_amount=$REFUND_AMOUNT"
+  echo "refund_pool=$REFUND_POOL"
+  echo "hot_charges=$HOT_CHARGES"
+  echo "pgbench_refund_charges=$PGB_REFUND_CHARGES"
 } >"$OUT/meta.properties"
 
 # ---- warm-up ----------------------------------------------------------------------------------------------------
 REPLAY_POOL=20000   # bulk rows 0..19999; every 10th (2,000 keys) belongs to client "bench" and is replayed
 bulk_load 0 "$REPLAY_POOL"
+# Refunds: finished refunds to replay (with their charges); the pgbench reference's charges, many and one hot.
+psql_at "$PG_PORT" chargeonce -v from=0 -v upto="$REFUND_REPLAY_POOL" -f bench/sql/bulk_refunds.sql
+psql_at "$PG_PORT" chargeonce -c "CREATE UNLOGGED TABLE bench_pool (n integer, pi text)" \
+  -c "INSERT INTO bench_pool SELECT n, 'pi_pgbref_' || n FROM generate_series(0, $PGB_REFUND_CHARGES - 1) n"
+psql_at "$PG_PORT" chargeonce -v client=pgbench -v prefix=pgbref -v amount="$HOT_CHARGE_AMOUNT" -f bench/sql/refund_charges.sql
+psql_at "$PG_PORT" chargeonce -c "TRUNCATE bench_pool" -c "INSERT INTO bench_pool VALUES (0, 'pi_pgbhot_0')"
+psql_at "$PG_PORT" chargeonce -v client=pgbench -v prefix=pgbhot -v amount="$HOT_CHARGE_AMOUNT" -f bench/sql/refund_charges.sql
+psql_at "$PG_PORT" chargeonce -c "VACUUM ANALYZE stripe_intents" -c "VACUUM ANALYZE stripe_refunds"
 # JIT warm-up: on 2 busy cores C2 needs tens of seconds for the service's many paths (JSON, pgjdbc, Agroal, the
 # Stripe SDK); measured before that, the first scenario would report the compiler, not the service.
 log "warm-up (JIT) of service and pass-through"
@@ -161,12 +238,20 @@ wrk_run warmup-svc-replay "$SVC_PORT" 16 "$(( WARMUP / 3 ))" replay $(( REPLAY_P
 wrk_run warmup-svc-mix "$SVC_PORT" 64 "$(( WARMUP / 3 ))" mix
 wrk_run warmup-pt "$PT_PORT" 16 "$WARMUP" new
 stripe_reset 0
+refund_pool warmup-refunds $(( 1000 * WARMUP )) svc
+wrk_refunds warmup-svc-refunds "$SVC_PORT" 16 "$(( WARMUP / 2 ))" new svc "$OUT/warmup-refunds.pool"
+wrk_refunds warmup-svc-refund-replay "$SVC_PORT" 16 "$(( WARMUP / 3 ))" replay svc
+wrk_refunds warmup-pt-refunds "$PT_PORT" 16 "$(( WARMUP / 2 ))" new pt "$OUT/warmup-refunds.pool"
+stripe_reset 0
 
 # ---- references: pgbench ------------------------------------------------------------------------------------------
-log "reference (a): pgbench, the service's claim + finish, and its replay read"
+log "reference (a): pgbench, the service's claim + finish, and its replay read; the same for refunds"
 for c in "${CONCURRENCY[@]}"; do
   pgbench_run "pgb-pair-c$c" claim_finish.sql "$c" "$DURATION"
   pgbench_run "pgb-replay-c$c" replay.sql "$c" "$DURATION" $(( REPLAY_POOL / 10 ))
+  pgbench_run "pgb-refund-c$c" refund_many.sql "$c" "$DURATION"
+  pgbench_run "pgb-refund-hot-c$c" refund_hot.sql "$c" "$DURATION"
+  pgbench_run "pgb-refund-replay-c$c" refund_replay.sql "$c" "$DURATION"
 done
 
 # ---- scenario 1 + reference (b), interleaved per concurrency so that drift hits both alike ----------------------
@@ -179,6 +264,26 @@ done
 log "scenario 2: replays of finished keys"
 for c in "${CONCURRENCY[@]}"; do
   wrk_run "s2-svc-c$c" "$SVC_PORT" "$c" "$DURATION" replay $(( REPLAY_POOL / 10 ))
+done
+
+# ---- scenarios 6 and 7: refunds, next to the charges -----------------------------------------------------------
+# Every run starts from an empty Stripe stand-in (reset) with the charges it refunds made just before it.
+log "scenario 6: new refunds of $REFUND_AMOUNT cent, Stripe latency 0: many charges (one refund each) and one hot charge"
+for c in "${CONCURRENCY[@]}"; do
+  stripe_reset 0; refund_pool "r1-svc-c$c" "$REFUND_POOL" svc
+  wrk_refunds_sampled "r1-svc-c$c" "$SVC_PORT" "$c" "$DURATION" new svc "$OUT/r1-svc-c$c.pool"
+  stripe_reset 0; refund_pool "r1-pt-c$c" "$REFUND_POOL" pt
+  wrk_refunds "r1-pt-c$c" "$PT_PORT" "$c" "$DURATION" new pt "$OUT/r1-pt-c$c.pool"
+  stripe_reset 0; hot_charges "r2-svc-c$c" "$HOT_CHARGES"
+  wrk_refunds_sampled "r2-svc-c$c" "$SVC_PORT" "$c" "$DURATION" hot svc "$OUT/r2-svc-c$c.pool"
+  stripe_reset 0; hot_charges "r2-pt-c$c" "$HOT_CHARGES"
+  wrk_refunds "r2-pt-c$c" "$PT_PORT" "$c" "$DURATION" hot pt "$OUT/r2-pt-c$c.pool"
+done
+stripe_reset 0
+
+log "scenario 7: replays of finished refunds"
+for c in "${CONCURRENCY[@]}"; do
+  wrk_refunds "r3-svc-c$c" "$SVC_PORT" "$c" "$DURATION" replay svc
 done
 
 log "scenario 3: mix (10% retries, 1% key reuse with another body)"
@@ -210,7 +315,7 @@ stripe_reset 0
 
 # ---- scenario 5: growth -------------------------------------------------------------------------------------------
 log "scenario 5: growth of stripe_intents"
-psql_at "$PG_PORT" chargeonce -c "TRUNCATE stripe_intents"
+psql_at "$PG_PORT" chargeonce -c "TRUNCATE stripe_refunds, stripe_intents"
 STEPS=(empty 1m); ROWS=(20000 1000000)
 if [ "$QUICK" = 1 ]; then STEPS=(empty 100k); ROWS=(20000 100000); fi
 if [ "$WITH_10M" = 1 ]; then STEPS+=(10m); ROWS+=(10000000); fi

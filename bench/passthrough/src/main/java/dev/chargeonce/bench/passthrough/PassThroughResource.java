@@ -7,12 +7,15 @@ import com.stripe.StripeClient;
 import com.stripe.exception.CardException;
 import com.stripe.exception.StripeException;
 import com.stripe.model.PaymentIntent;
+import com.stripe.model.Refund;
 import com.stripe.param.PaymentIntentCreateParams;
+import com.stripe.param.RefundCreateParams;
 import io.smallrye.common.annotation.RunOnVirtualThread;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
@@ -29,7 +32,8 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
  * Same framework and threading (Quarkus REST, {@code @RunOnVirtualThread}), same API-key check (SHA-256 of the
  * bearer token), same Stripe SDK call with the same parameters and connection pool, a response of the same
  * shape; no database, no Idempotency-Key, no Stripe idempotency key. chargeonce's cost over this is the cost of
- * exactly-once.
+ * exactly-once. The same for a refund, with one difference: without a database it cannot find a charge's
+ * PaymentIntent, so the path names the PaymentIntent itself.
  */
 @Path("/v1/charges")
 public class PassThroughResource {
@@ -104,8 +108,74 @@ public class PassThroughResource {
         }
     }
 
+    /** A refund: {@code {"amount"?, "reason"?, "metadata"?}} on the PaymentIntent {@code id}, one Stripe call. */
+    @POST
+    @Path("{id}/refunds")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Produces(MediaType.APPLICATION_JSON)
+    @RunOnVirtualThread
+    public Response refund(@HeaderParam("Authorization") String authorization, @PathParam("id") String paymentIntentId,
+                           byte[] body) {
+        String token = authorization != null && authorization.startsWith("Bearer ") ? authorization.substring(7) : "";
+        if (!MessageDigest.isEqual(sha256Hex(token).getBytes(StandardCharsets.US_ASCII), apiKeyHash)) {
+            return Response.status(401).entity("{\"error\":{\"type\":\"authentication_error\"}}").build();
+        }
+        JsonObject request;
+        try {
+            request = body == null || body.length == 0 ? new JsonObject()
+                    : JsonParser.parseString(new String(body, StandardCharsets.UTF_8)).getAsJsonObject();
+        } catch (RuntimeException e) {
+            return Response.status(400).entity("{\"error\":{\"type\":\"invalid_request_error\"}}").build();
+        }
+        String refundId = newId("rfd_");
+        RefundCreateParams.Builder params = RefundCreateParams.builder().setPaymentIntent(paymentIntentId)
+                .putMetadata("chargeonce_refund_id", refundId);
+        JsonElement amount = request.get("amount");
+        if (amount != null && !amount.isJsonNull()) {
+            params.setAmount(amount.getAsLong());
+        }
+        JsonElement reason = request.get("reason");
+        if (reason != null && !reason.isJsonNull()) {
+            params.setReason(switch (reason.getAsString()) {
+                case "duplicate" -> RefundCreateParams.Reason.DUPLICATE;
+                case "fraudulent" -> RefundCreateParams.Reason.FRAUDULENT;
+                default -> RefundCreateParams.Reason.REQUESTED_BY_CUSTOMER;
+            });
+        }
+        JsonElement metadata = request.get("metadata");
+        if (metadata != null && metadata.isJsonObject()) {
+            for (Map.Entry<String, JsonElement> e : metadata.getAsJsonObject().entrySet()) {
+                params.putMetadata(e.getKey(), e.getValue().getAsString());
+            }
+        }
+        try {
+            Refund made = stripe.v1().refunds().create(params.build());
+            JsonObject refund = new JsonObject();
+            refund.addProperty("id", refundId);
+            refund.addProperty("object", "refund");
+            refund.addProperty("status", made.getStatus());
+            refund.addProperty("amount", made.getAmount());
+            refund.addProperty("currency", made.getCurrency());
+            refund.addProperty("charge", (String) null);
+            refund.addProperty("payment_intent", paymentIntentId);
+            refund.add("reason", reason);
+            refund.add("metadata", metadata == null ? new JsonObject() : metadata);
+            refund.addProperty("stripe_refund", made.getId());
+            refund.addProperty("created", made.getCreated());
+            return Response.status(201).entity(refund.toString()).build();
+        } catch (com.stripe.exception.InvalidRequestException e) {
+            return Response.status(400).entity("{\"error\":{\"type\":\"invalid_request_error\",\"code\":\"" + e.getCode() + "\"}}").build();
+        } catch (StripeException e) {
+            return Response.status(503).entity("{\"error\":{\"type\":\"api_error\"}}").build();
+        }
+    }
+
     private static String newChargeId() {
-        StringBuilder id = new StringBuilder("chg_");
+        return newId("chg_");
+    }
+
+    private static String newId(String prefix) {
+        StringBuilder id = new StringBuilder(prefix);
         for (int i = 0; i < 24; i++) {
             id.append(ALPHABET[RANDOM.nextInt(ALPHABET.length)]);
         }
