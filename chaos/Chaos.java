@@ -1444,6 +1444,12 @@ public class Chaos {
             deck.put("stripe_keeps_running", 3);
             deck.put("stripe_edge_after_slow", 2);
             deck.put("stripe_edge", 2);
+            // Against chargeonce every Stripe fault below also reaches refund creates (POST /v1/refunds goes through
+            // StripeSandbox.idempotent like a PaymentIntent create): latency, the plan's slow / edge / fail_before /
+            // fail_after / drop steps, and the drop_after and rate_limit counters, to whichever create comes next. The
+            // fail_before / fail_after counters count PaymentIntent creates only: see fiveHundreds(). Kills, SIGTERMs,
+            // database cuts and webhook faults reach refunds as they reach charges; lost commits take charges only
+            // (see loseCommits()).
             deck.put("stripe_500_before_charging", 2);
             deck.put("stripe_500_after_charging", 2);
             deck.put("stripe_drop_after_charging", 2);
@@ -1521,8 +1527,8 @@ public class Chaos {
                     plan(kind, steps);
                 }
                 case "stripe_edge" -> plan(kind, Collections.nCopies(1 + r.nextInt(5), "edge"));
-                case "stripe_500_before_charging" -> counter(kind, "fail_before", 1 + r.nextInt(5));
-                case "stripe_500_after_charging" -> counter(kind, "fail_after", 1 + r.nextInt(5));
+                case "stripe_500_before_charging" -> fiveHundreds(kind, "fail_before", 1 + r.nextInt(5), r);
+                case "stripe_500_after_charging" -> fiveHundreds(kind, "fail_after", 1 + r.nextInt(5), r);
                 case "stripe_drop_after_charging" -> counter(kind, "drop_after", 1 + r.nextInt(5));
                 case "stripe_429" -> counter(kind, "rate_limit", 1 + r.nextInt(10));
                 case "webhook_duplicates" -> webhookFault(kind, "duplicates=" + (2 + r.nextInt(4)), "duplicates=1",
@@ -1562,6 +1568,24 @@ public class Chaos {
                     stripe.webhooks(off);
                 }
             });
+        }
+
+        /**
+         * Stripe 500s before or after executing. The stand-in's counters {@code fail_before} / {@code fail_after} count
+         * PaymentIntent creates only (StripeSandbox.execute consumes them; SandboxRefunds.create looks at the plan's
+         * step only), so against chargeonce half of these faults are a plan of as many {@code fail_before} /
+         * {@code fail_after} steps instead: the next creates take them whichever they are, refunds included (a plan
+         * replaces what is left of an earlier one, as every plan does).
+         */
+        void fiveHundreds(String kind, String step, int n, SplittableRandom r) {
+            if (variant == Variant.CHARGEONCE && r.nextBoolean()) {
+                List<String> steps = Collections.nCopies(n, step);
+                if (stripe.faults("plan=" + String.join(",", steps))) {
+                    faults.note(kind, "plan " + String.join(",", steps) + " (the next creates, refunds included)");
+                }
+            } else if (stripe.faults(step + "=" + n)) {
+                faults.note(kind, "next " + n + " PaymentIntent creates (counter)");
+            }
         }
 
         void counter(String kind, String counter, int n) {
@@ -1668,6 +1692,12 @@ public class Chaos {
             // the row), never move on to a PaymentIntent of its own. The other lost rows get Stripe's replay.
             List<String> filters = variant == Variant.CHARGEONCE && r.nextInt(3) == 0
                     ? List.of(" AND stripe_attempt > 1", "") : List.of("");
+            // A charge that has refunds is not taken: its refunds' rows name it (a foreign key), and a lost commit
+            // that took the charge would have taken its later refunds with it. Refund rows are never deleted: a lost
+            // refund row without the charge's reservation (stripe_intents.amount_reserved, written by the same
+            // claim) is not a state a failover can leave, and losing both is not modelled here.
+            String noRefunds = variant == Variant.CHARGEONCE
+                    ? " AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = stripe_intents.id)" : "";
             long started = System.currentTimeMillis();
             List<LostRow> deleted = new ArrayList<>();
             List<Payment> owners = new ArrayList<>();
@@ -1675,7 +1705,7 @@ public class Chaos {
                 for (String filter : filters) {
                     try (java.sql.PreparedStatement ps = c.prepareStatement(
                             "DELETE FROM stripe_intents WHERE id IN (SELECT id FROM (SELECT id FROM stripe_intents"
-                                    + " WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation" + filter
+                                    + " WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation" + filter + noRefunds
                                     + " ORDER BY " + finishedAt + " DESC LIMIT 20) recent ORDER BY random() LIMIT ?)"
                                     + " RETURNING id, client_id, idempotency_key, status, " + attempt)) {
                         ps.setInt(1, n);
@@ -1699,7 +1729,8 @@ public class Chaos {
                 }
                 if (deleted.isEmpty()) {
                     try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
-                            "SELECT count(*) FROM stripe_intents WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation")) {
+                            "SELECT count(*) FROM stripe_intents WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation"
+                                    + noRefunds)) {
                         rs.next();
                         if (rs.getLong(1) > 0) {
                             switchFailed("lost_commit deleted nothing although " + rs.getLong(1) + " finished rows exist");
@@ -1708,6 +1739,12 @@ public class Chaos {
                     return false; // nothing finished yet: try again later
                 }
             } catch (SQLException e) {
+                if ("23503".equals(e.getSQLState())) {
+                    // A refund was claimed on a chosen charge between the DELETE's look and its delete: nothing was
+                    // deleted (one statement); the lost commit is dealt again later.
+                    faults.event("lost_commit not now: a refund was just claimed on a chosen charge (" + e.getMessage() + ")");
+                    return false;
+                }
                 switchFailed("lost_commit: the DELETE failed: " + e.getMessage());
                 return true; // counted as a failure, not retried
             }
