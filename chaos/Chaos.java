@@ -125,10 +125,16 @@ public class Chaos {
         // control shows them): otherwise it is a FAIL too, never a PASS of a run that tested nothing.
         List<String> failures = new ArrayList<>();
         int exit = 0;
-        if (real.violations() > 0) {
+        if (real.violations() > real.refundViolations()) {
             failures.add("chargeonce charged twice, lost a payment, answered inconsistently or let a charge's state differ from Stripe's ("
-                    + real.violations()
+                    + (real.violations() - real.refundViolations())
                     + " violations); evidence in " + results.resolve("chargeonce-audit.txt"));
+            exit = 1;
+        }
+        if (real.refundViolations() > 0) {
+            failures.add("chargeonce refunded twice, over a charge, or otherwise than it answered (" + real.refundViolations()
+                    + " refund violations: duplicates=" + real.refundDuplicates + ", over-refunds=" + real.overRefunds
+                    + "); evidence in " + results.resolve("chargeonce-audit.txt"));
             exit = 1;
         }
         int minFaults = Integer.parseInt(opt("min-faults", "15"));
@@ -153,8 +159,8 @@ public class Chaos {
         StringBuilder verdict = new StringBuilder();
         if (failures.isEmpty()) {
             verdict.append("PASS: chargeonce: no duplicate, no loss, every row terminal or parked after a lost commit, ")
-                    .append("every replay consistent, every charge's state Stripe's and never backwards, every event recorded; ")
-                    .append("every fault switch worked, minimums met.\n");
+                    .append("every replay consistent, every charge's state Stripe's and never backwards, every event recorded, ")
+                    .append("no refund made twice or over its charge; every fault switch worked, minimums met.\n");
         } else {
             for (String f : failures) {
                 verdict.append("FAIL: ").append(f).append('\n');
@@ -165,6 +171,14 @@ public class Chaos {
                     .append(" payments more than once under the same chaos: the audit sees duplicates.\n");
         } else if (naive == null) {
             verdict.append("NOTE: the naive control did not run (--no-naive): nothing shows that the audit sees duplicates.\n");
+        }
+        if (real.refundsAudited) {
+            verdict.append(real.refundSummary()).append('\n');
+        }
+        if (real.otherEventsNeverRecorded > 0) {
+            verdict.append("NOTE: ").append(real.otherEventsNeverRecorded).append(" refund events Stripe made never reached the")
+                    .append(" service's inbox (their deliveries failed; the catch-up lists payment_intent.* events only):")
+                    .append(" reported, not counted as violations.\n");
         }
         OUT.print(verdict);
         Files.writeString(results.resolve("report.md"), table + "\n" + verdict);
@@ -195,6 +209,11 @@ public class Chaos {
     /** StripeKeys.identity: the first 48 hex characters of sha256(client + "\n" + Idempotency-Key). */
     static String identity(String client, String key) {
         return sha256(client + "\n" + key).substring(0, 48);
+    }
+
+    /** StripeKeys.refundIdentity: the first 48 hex characters of sha256("refund\n" + client + "\n" + refund key). */
+    static String refundIdentity(String client, String key) {
+        return sha256("refund\n" + client + "\n" + key).substring(0, 48);
     }
 
     static String clientsConfig() {
@@ -427,6 +446,10 @@ public class Chaos {
         URI charges() {
             return URI.create("http://127.0.0.1:" + port + "/v1/charges");
         }
+
+        URI refunds(String chargeId) {
+            return URI.create("http://127.0.0.1:" + port + "/v1/charges/" + chargeId + "/refunds");
+        }
     }
 
     // ---- HTTP ----------------------------------------------------------------------------------------------------
@@ -652,20 +675,26 @@ public class Chaos {
             }
         }
 
-        /** Every event the stand-in made (its Events API, page after page): ids, newest first. */
-        List<String> eventIds() throws IOException {
-            List<String> ids = new ArrayList<>();
+        /** Every event the stand-in made (its Events API, page after page): id -> type, newest first. */
+        Map<String, String> events() throws IOException {
+            return events("");
+        }
+
+        /** The events of the types {@code typeFilter} selects ({@code &types[]=payment_intent.*}; "" for all). */
+        Map<String, String> events(String typeFilter) throws IOException {
+            Map<String, String> events = new LinkedHashMap<>();
             String after = null;
             while (true) {
-                Map<?, ?> page = (Map<?, ?>) Json.parse(api("/v1/events?limit=100" + (after == null ? "" : "&starting_after=" + after)));
+                Map<?, ?> page = (Map<?, ?>) Json.parse(api("/v1/events?limit=100" + typeFilter
+                        + (after == null ? "" : "&starting_after=" + after)));
                 List<?> data = (List<?>) page.get("data");
                 for (Object o : data) {
-                    ids.add((String) ((Map<?, ?>) o).get("id"));
+                    after = (String) ((Map<?, ?>) o).get("id");
+                    events.put(after, (String) ((Map<?, ?>) o).get("type"));
                 }
                 if (!Boolean.TRUE.equals(page.get("has_more")) || data.isEmpty()) {
-                    return ids;
+                    return events;
                 }
-                after = ids.get(ids.size() - 1);
             }
         }
 
@@ -783,9 +812,12 @@ public class Chaos {
         final String key;
         final String body;
         final String conflictingBody;
+        final long amount;
         final AtomicReference<Answer> firstFinal = new AtomicReference<>();
         final List<Answer> finals = Collections.synchronizedList(new ArrayList<>());
         final List<Answer> conflictAnswers = Collections.synchronizedList(new ArrayList<>());
+        /** The refunds its client asked for on the charge its first 201 named (chargeonce only). */
+        final List<Refund> refunds = Collections.synchronizedList(new ArrayList<>());
         /** GET /v1/charges/{id} asked right after the 201 (read-your-writes, through the replica when configured). */
         final List<Answer> readsAfterSuccess = Collections.synchronizedList(new ArrayList<>());
         final AtomicInteger requests = new AtomicInteger();
@@ -807,6 +839,7 @@ public class Chaos {
             this.client = client;
             this.apiKey = apiKey;
             this.key = key;
+            this.amount = amount;
             this.body = body(amount, paymentMethod);
             this.conflictingBody = body(amount + 1, paymentMethod);
         }
@@ -873,6 +906,123 @@ public class Chaos {
      * control); {@code deleteStarted}: epoch ms when the DELETE was sent.
      */
     record LostRow(String chargeId, String status, int stripeAttempt, long deleteStarted) {
+    }
+
+    /**
+     * One logical refund: one client, one refund Idempotency-Key, on the charge its payment's first 201 named, one
+     * body; everything every request of it was told. {@code amount} null: a full refund (what is left).
+     * {@code pattern}: how its client asked (full, partial, partials one after another, partials at once from both
+     * instances, partials whose sum is over the charge).
+     */
+    static final class Refund {
+        final String id;
+        final Payment payment;
+        final String chargeId;
+        final String paymentIntent;
+        final String key;
+        final Long amount;
+        final String pattern;
+        final String body;
+        final String conflictingBody;
+        final AtomicReference<Answer> firstFinal = new AtomicReference<>();
+        final List<Answer> finals = Collections.synchronizedList(new ArrayList<>());
+        final List<Answer> conflictAnswers = Collections.synchronizedList(new ArrayList<>());
+        final List<Answer> history = Collections.synchronizedList(new ArrayList<>());
+        /** 503 refund_under_reconciliation answers: the key was parked for an operator. */
+        final List<Answer> parked = Collections.synchronizedList(new ArrayList<>());
+        final AtomicInteger requests = new AtomicInteger();
+        /** The same request sent 2-3 times at once (a double click). */
+        volatile boolean duplicatedConcurrently;
+        /** Sent at the same time as the other refunds of its charge, the first requests to both instances. */
+        volatile boolean concurrentWithOthers;
+
+        Refund(String id, Payment payment, String chargeId, String paymentIntent, String key, Long amount, String pattern,
+               String reason) {
+            this.id = id;
+            this.payment = payment;
+            this.chargeId = chargeId;
+            this.paymentIntent = paymentIntent;
+            this.key = key;
+            this.amount = amount;
+            this.pattern = pattern;
+            this.body = body(amount, reason);
+            // Same key, another body: amount + 1 (a full refund names an amount instead).
+            this.conflictingBody = body(amount == null ? 1L : amount + 1, reason);
+        }
+
+        String body(Long amount, String reason) {
+            return "{" + (amount == null ? "" : "\"amount\":" + amount + ",")
+                    + (reason == null ? "" : "\"reason\":\"" + reason + "\",")
+                    + "\"metadata\":{\"chaos_refund\":\"" + id + "\"}}";
+        }
+
+        /** The refund's identity at Stripe (its chargeonce_key metadata, StripeKeys.refundIdentity). */
+        String identity() {
+            return refundIdentity(payment.client, key);
+        }
+
+        /**
+         * A final answer of a refund key: 201 (made), 402 (Stripe made it and it failed), 400 (refused: before Stripe,
+         * amount_too_large or charge_not_refundable, or by Stripe), 422 (key reused with another body), 404 (no such
+         * charge). 409, 503, connection errors and timeouts are asked again with the same key.
+         */
+        static boolean isFinal(Answer a) {
+            return a.status() == 201 || a.status() == 402 || a.status() == 400 || a.status() == 422 || a.status() == 404;
+        }
+
+        /** 503 refund_under_reconciliation: parked for an operator; its client stops asking. */
+        static boolean isParked(Answer a) {
+            return a.status() == 503 && a.body() != null && a.body().contains("\"refund_under_reconciliation\"");
+        }
+
+        void record(Answer a) {
+            history.add(a);
+            if (isFinal(a)) {
+                firstFinal.compareAndSet(null, a);
+                finals.add(a);
+            } else if (isParked(a)) {
+                parked.add(a);
+            }
+        }
+
+        String story(long t0) {
+            StringBuilder out = new StringBuilder();
+            for (Answer a : List.copyOf(history)) {
+                out.append(String.format(Locale.ROOT, "\n    %8.2fs-%8.2fs :%d %s", (a.sentAt() - t0) / 1000.0,
+                        (a.receivedAt() - t0) / 1000.0, a.port(), a.describe()));
+            }
+            for (Answer a : List.copyOf(conflictAnswers)) {
+                out.append(String.format(Locale.ROOT, "\n    %8.2fs-%8.2fs :%d (another body) %s", (a.sentAt() - t0) / 1000.0,
+                        (a.receivedAt() - t0) / 1000.0, a.port(), a.describe()));
+            }
+            return out.toString();
+        }
+
+        String describe() {
+            return "refund " + id + " (client " + payment.client + ", key " + key + ", identity " + identity() + ", charge "
+                    + chargeId + " " + paymentIntent + " of payment " + payment.id + " amount " + payment.amount + "; "
+                    + pattern + ", " + (amount == null ? "full" : "amount " + amount)
+                    + (concurrentWithOthers ? ", at once with the charge's other refunds" : "")
+                    + (duplicatedConcurrently ? ", sent concurrently" : "") + ")";
+        }
+    }
+
+    /** The {@code error.code} of an answer, or null. */
+    static String errorCode(Answer a) {
+        Object o = Json.parseQuietly(a.body());
+        return o instanceof Map<?, ?> m && m.get("error") instanceof Map<?, ?> e && e.get("code") instanceof String c ? c : null;
+    }
+
+    /**
+     * The service's own refusal of a refund over what is left (RefundService: checked against the reservation in the
+     * claim's transaction; nothing is stored, nothing sent to Stripe), told apart from Stripe's refusal of the same
+     * code (a stored 400 replayed: "greater than unrefunded amount on charge") by its message.
+     */
+    static boolean tooLargeBeforeStripe(Answer a) {
+        if (a.status() != 400 || !"amount_too_large".equals(errorCode(a))) {
+            return false;
+        }
+        return a.body().contains("what is left to refund") || a.body().contains("nothing left to refund");
     }
 
     /** The charge's state as one answer showed it: {@code at} epoch ms, {@code port} the instance, {@code via} what. */
@@ -979,6 +1129,11 @@ public class Chaos {
         /** client + "\n" + Idempotency-Key -> payment: which payment a deleted row belonged to. */
         final Map<String, Payment> paymentsByKey = new ConcurrentHashMap<>();
         final Tally tally = new Tally();
+        /** chargeonce only: the refunds clients asked for, and the answers to their requests (apart from the charges'). */
+        final List<Refund> refunds = Collections.synchronizedList(new ArrayList<>());
+        final Tally refundTally = new Tally();
+        /** 409 and 503 answers to refunds by error code (stripe_outcome_unknown: a Stripe fault hit the refund's create). */
+        final Map<String, AtomicLong> refundRetryCodes = new ConcurrentHashMap<>();
         final FaultLog faults;
         /** chargeonce only: the webhook endpoint the stand-in delivers to (the control has none). */
         final WebhookRelay relay;
@@ -1062,8 +1217,9 @@ public class Chaos {
             Thread progress = Thread.ofVirtual().start(() -> {
                 while (System.currentTimeMillis() < endAt) {
                     sleep(15_000);
-                    log(String.format(Locale.ROOT, "  %s: %d payments, %d requests, faults %s", variant.database,
-                            payments.size(), tally.requests.get(), faults.counts));
+                    log(String.format(Locale.ROOT, "  %s: %d payments, %d requests, %d refunds (%d requests), faults %s",
+                            variant.database, payments.size(), tally.requests.get(), refunds.size(), refundTally.requests.get(),
+                            faults.counts));
                 }
             });
             for (Thread w : workers) {
@@ -1160,16 +1316,17 @@ public class Chaos {
                 left.add(toAct + " customers still to authenticate");
             }
             try {
-                long made = ((Number) stripe.webhookStats().get("events")).longValue();
+                // The PaymentIntent events: the catch-up lists those only (refund events are audited apart).
+                long made = stripe.events("&types%5B%5D=payment_intent.*").size();
                 Map<String, Intent> ledger = new java.util.HashMap<>();
                 for (Intent pi : Audit.parseLedger(stripe.get("/_sandbox/ledger"))) {
                     ledger.put(pi.id(), pi);
                 }
                 try (Connection c = Audit.connect(variant); Statement st = c.createStatement()) {
-                    try (ResultSet rs = st.executeQuery("SELECT count(*) FROM stripe_events")) {
+                    try (ResultSet rs = st.executeQuery("SELECT count(*) FROM stripe_events WHERE type LIKE 'payment\\_intent.%'")) {
                         rs.next();
                         if (rs.getLong(1) < made) {
-                            left.add((made - rs.getLong(1)) + " of Stripe's " + made + " events not recorded");
+                            left.add((made - rs.getLong(1)) + " of Stripe's " + made + " PaymentIntent events not recorded");
                         }
                     }
                     int pending = 0;
@@ -1192,6 +1349,29 @@ public class Chaos {
                     }
                     if (differ > 0) {
                         left.add(differ + " charges whose state differs from their PaymentIntent's");
+                    }
+                    // Refunds: every row terminal (a parked one waits for an operator), every refund's state Stripe's.
+                    Map<String, String> refundStatus = new java.util.HashMap<>();
+                    for (Audit.StripeRefund sr : Audit.parseRefunds(stripe.get("/_sandbox/refunds"))) {
+                        refundStatus.put(sr.id(), sr.status());
+                    }
+                    int refundsProcessing = 0;
+                    int refundsDiffer = 0;
+                    try (ResultSet rs = st.executeQuery("SELECT status, refund_status, stripe_refund_id FROM stripe_refunds"
+                            + " WHERE NOT needs_reconciliation")) {
+                        while (rs.next()) {
+                            if ("processing".equals(rs.getString(1))) {
+                                refundsProcessing++;
+                            } else if (rs.getString(3) != null && !java.util.Objects.equals(rs.getString(2), refundStatus.get(rs.getString(3)))) {
+                                refundsDiffer++;
+                            }
+                        }
+                    }
+                    if (refundsProcessing > 0) {
+                        left.add(refundsProcessing + " refunds still processing");
+                    }
+                    if (refundsDiffer > 0) {
+                        left.add(refundsDiffer + " refunds whose state differs from Stripe's");
                     }
                 }
             } catch (IOException | SQLException | RuntimeException e) {
@@ -1219,10 +1399,15 @@ public class Chaos {
             }
         }
 
-        /** Rows recovery may still finish (a parked row waits for an operator: the audit judges it). */
+        /** Rows recovery may still finish, refunds' included (a parked row waits for an operator: the audit judges it). */
         long unfinishedRows() {
+            String unfinished = "SELECT count(*) FROM stripe_intents WHERE status NOT IN ('completed', 'failed', 'accepted') AND NOT needs_reconciliation";
+            if (variant == Variant.CHARGEONCE) {
+                unfinished = "SELECT (" + unfinished + ") + (SELECT count(*) FROM stripe_refunds WHERE status = 'processing'"
+                        + " AND NOT needs_reconciliation)";
+            }
             try (Connection c = Audit.connect(variant); Statement s = c.createStatement();
-                 ResultSet rs = s.executeQuery("SELECT count(*) FROM stripe_intents WHERE status NOT IN ('completed', 'failed', 'accepted') AND NOT needs_reconciliation")) {
+                 ResultSet rs = s.executeQuery(unfinished)) {
                 rs.next();
                 return rs.getLong(1);
             } catch (SQLException e) {
@@ -1380,7 +1565,170 @@ public class Chaos {
                         sleep(200);
                     }
                 }
+                if (variant == Variant.CHARGEONCE && first.status() == 201 && r.nextInt(100) < REFUND_SHARE
+                        && System.currentTimeMillis() < endAt - 1_000) {
+                    refundsOf(p, first, r.split());
+                }
             }
+        }
+
+        // ---- refunds (chargeonce only: the naive control has none)
+
+        /** The share (%) of the charges answered 201 whose client then refunds them, in one of the patterns below. */
+        static final int REFUND_SHARE = 30;
+
+        /**
+         * The client of a charge answered 201 refunds it: in full (no amount: what is left); one partial refund;
+         * 2-3 partials one after another, sometimes followed by a full refund of the rest and another full one (which
+         * finds nothing left); 2-4 partials at once, their first requests to both instances; or 2-3 partials of more
+         * than half the charge each (at once or one after another), so that their sum is over the charge and
+         * {@code amount_too_large} must come. Each refund has its own key and is asked like a payment: random
+         * timeouts, retried with the same key until a final answer, sometimes sent twice at once, asked again.
+         */
+        void refundsOf(Payment p, Answer charged, SplittableRandom r) {
+            String chargeId = Json.field(charged.body(), "id");
+            String paymentIntent = Json.field(charged.body(), "payment_intent");
+            if (chargeId == null || paymentIntent == null) {
+                return;
+            }
+            long amount = p.amount;
+            int roll = r.nextInt(100);
+            List<Long> amounts = new ArrayList<>();
+            String pattern;
+            boolean atOnce = false;
+            if (roll < 25) {
+                pattern = "full";
+                amounts.add(null);
+            } else if (roll < 45) {
+                pattern = "partial";
+                amounts.add(1 + r.nextLong(amount - 1));
+            } else if (roll < 65) {
+                pattern = "partials";
+                int n = 2 + r.nextInt(2);
+                for (int i = 0; i < n; i++) {
+                    amounts.add(1 + r.nextLong(amount / n));
+                }
+                if (r.nextBoolean()) {
+                    amounts.add(null); // the rest
+                    if (r.nextBoolean()) {
+                        amounts.add(null); // nothing left: amount_too_large
+                    }
+                }
+            } else if (roll < 83) {
+                pattern = "at once";
+                atOnce = true;
+                int n = 2 + r.nextInt(3);
+                for (int i = 0; i < n; i++) {
+                    amounts.add(1 + r.nextLong(amount / n));
+                }
+            } else {
+                pattern = "over the charge";
+                atOnce = r.nextBoolean();
+                int n = 2 + r.nextInt(2);
+                for (int i = 0; i < n; i++) {
+                    amounts.add(amount / 2 + 1 + r.nextLong(amount - amount / 2)); // each more than half
+                }
+            }
+            List<Refund> group = new ArrayList<>();
+            for (Long a : amounts) {
+                String reason = switch (r.nextInt(4)) {
+                    case 0 -> "duplicate";
+                    case 1 -> "requested_by_customer";
+                    default -> null;
+                };
+                Refund f = new Refund("rq_" + UUID.randomUUID().toString().replace("-", "").substring(0, 20), p, chargeId,
+                        paymentIntent, "chaos-refund-" + UUID.randomUUID(), a, pattern, reason);
+                f.concurrentWithOthers = atOnce;
+                group.add(f);
+                p.refunds.add(f);
+                refunds.add(f);
+            }
+            if (atOnce) {
+                List<Thread> threads = new ArrayList<>();
+                for (int i = 0; i < group.size(); i++) {
+                    Refund f = group.get(i);
+                    SplittableRandom fr = r.split();
+                    int firstInstance = i % instances.size();
+                    threads.add(Thread.ofVirtual().start(() -> askForRefund(f, fr, firstInstance)));
+                }
+                for (Thread t : threads) {
+                    try {
+                        t.join();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                }
+            } else {
+                for (Refund f : group) {
+                    askForRefund(f, r.split(), -1);
+                }
+            }
+        }
+
+        /** One refund, as a payment is asked: until a final answer; then perhaps again, or with another body. */
+        void askForRefund(Refund f, SplittableRandom r, int firstInstance) {
+            List<Thread> duplicates = new ArrayList<>();
+            if (r.nextInt(100) < 15) {
+                f.duplicatedConcurrently = true;
+                for (int i = 0, extra = 1 + r.nextInt(2); i < extra; i++) {
+                    SplittableRandom dr = r.split();
+                    duplicates.add(Thread.ofVirtual().start(() -> driveRefund(f, dr, endAt, -1)));
+                }
+            }
+            driveRefund(f, r, endAt, firstInstance);
+            for (Thread d : duplicates) {
+                try {
+                    d.join();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+            Answer first = f.firstFinal.get();
+            if (first == null) {
+                return; // the final round asks again
+            }
+            if (r.nextInt(100) < 20) {
+                f.record(sendRefund(f, f.body, anyInstance(r), Duration.ofSeconds(5)));
+            }
+            if (first.status() == 201 && r.nextInt(100) < 3) {
+                // Same key, another body: must be refused (422), never refunded. Only on a key that was stored: a key
+                // refused before Stripe (amount_too_large) holds nothing, and another body is a new request there.
+                for (int i = 0; i < 5; i++) {
+                    Answer a = sendRefund(f, f.conflictingBody, anyInstance(r), Duration.ofSeconds(5));
+                    if (Refund.isFinal(a)) {
+                        f.conflictAnswers.add(a);
+                        break;
+                    }
+                    sleep(200);
+                }
+            }
+        }
+
+        /** Retries a refund until a final (or parked) answer or the deadline; the first request to {@code firstInstance}. */
+        void driveRefund(Refund f, SplittableRandom r, long deadline, int firstInstance) {
+            int next = firstInstance;
+            while (f.firstFinal.get() == null && System.currentTimeMillis() < deadline) {
+                Instance target = next >= 0 ? instances.get(next) : anyInstance(r);
+                next = -1;
+                Answer a = sendRefund(f, f.body, target, Duration.ofMillis(300 + r.nextInt(3_700)));
+                f.record(a);
+                if (Refund.isFinal(a) || Refund.isParked(a)) {
+                    return;
+                }
+                sleep(a.status() == -1 ? 50 + r.nextInt(400) : 100 + r.nextInt(700));
+            }
+        }
+
+        Answer sendRefund(Refund f, String body, Instance target, Duration timeout) {
+            f.requests.incrementAndGet();
+            Answer a = Http.post(target.refunds(f.chargeId), f.payment.apiKey, f.key, body, timeout);
+            refundTally.count(a);
+            if (a.status() == 409 || a.status() == 503) {
+                refundRetryCodes.computeIfAbsent(a.status() + " " + errorCode(a), k -> new AtomicLong()).incrementAndGet();
+            }
+            return a;
         }
 
         /** A GET of the charge right after its 201, on any instance: must never be 404 (read-your-writes). */
@@ -1425,6 +1773,32 @@ public class Chaos {
                     });
                 }
             }
+            if (refunds.isEmpty()) {
+                return;
+            }
+            // Then every refund, once more with its key: a refund that never got a final answer gets one here.
+            log("final round: every client asks once more for its " + refunds.size() + " refunds");
+            long refundDeadline = System.currentTimeMillis() + seconds(opt("final-round-timeout", "120s")) * 1000;
+            try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
+                for (Refund f : List.copyOf(refunds)) {
+                    pool.submit(() -> {
+                        parallel.acquireUninterruptibly();
+                        try {
+                            SplittableRandom r = new SplittableRandom(f.key.hashCode());
+                            while (System.currentTimeMillis() < refundDeadline) {
+                                Answer a = sendRefund(f, f.body, anyInstance(r), Duration.ofSeconds(15));
+                                f.record(a);
+                                if (Refund.isFinal(a) || Refund.isParked(a)) {
+                                    return;
+                                }
+                                sleep(300);
+                            }
+                        } finally {
+                            parallel.release();
+                        }
+                    });
+                }
+            }
         }
 
         // ---- faults
@@ -1444,6 +1818,12 @@ public class Chaos {
             deck.put("stripe_keeps_running", 3);
             deck.put("stripe_edge_after_slow", 2);
             deck.put("stripe_edge", 2);
+            // Against chargeonce every Stripe fault below also reaches refund creates (POST /v1/refunds goes through
+            // StripeSandbox.idempotent like a PaymentIntent create): latency, the plan's slow / edge / fail_before /
+            // fail_after / drop steps, and the drop_after and rate_limit counters, to whichever create comes next. The
+            // fail_before / fail_after counters count PaymentIntent creates only: see fiveHundreds(). Kills, SIGTERMs,
+            // database cuts and webhook faults reach refunds as they reach charges; lost commits take charges only
+            // (see loseCommits()).
             deck.put("stripe_500_before_charging", 2);
             deck.put("stripe_500_after_charging", 2);
             deck.put("stripe_drop_after_charging", 2);
@@ -1521,8 +1901,8 @@ public class Chaos {
                     plan(kind, steps);
                 }
                 case "stripe_edge" -> plan(kind, Collections.nCopies(1 + r.nextInt(5), "edge"));
-                case "stripe_500_before_charging" -> counter(kind, "fail_before", 1 + r.nextInt(5));
-                case "stripe_500_after_charging" -> counter(kind, "fail_after", 1 + r.nextInt(5));
+                case "stripe_500_before_charging" -> fiveHundreds(kind, "fail_before", 1 + r.nextInt(5), r);
+                case "stripe_500_after_charging" -> fiveHundreds(kind, "fail_after", 1 + r.nextInt(5), r);
                 case "stripe_drop_after_charging" -> counter(kind, "drop_after", 1 + r.nextInt(5));
                 case "stripe_429" -> counter(kind, "rate_limit", 1 + r.nextInt(10));
                 case "webhook_duplicates" -> webhookFault(kind, "duplicates=" + (2 + r.nextInt(4)), "duplicates=1",
@@ -1562,6 +1942,24 @@ public class Chaos {
                     stripe.webhooks(off);
                 }
             });
+        }
+
+        /**
+         * Stripe 500s before or after executing. The stand-in's counters {@code fail_before} / {@code fail_after} count
+         * PaymentIntent creates only (StripeSandbox.execute consumes them; SandboxRefunds.create looks at the plan's
+         * step only), so against chargeonce half of these faults are a plan of as many {@code fail_before} /
+         * {@code fail_after} steps instead: the next creates take them whichever they are, refunds included (a plan
+         * replaces what is left of an earlier one, as every plan does).
+         */
+        void fiveHundreds(String kind, String step, int n, SplittableRandom r) {
+            if (variant == Variant.CHARGEONCE && r.nextBoolean()) {
+                List<String> steps = Collections.nCopies(n, step);
+                if (stripe.faults("plan=" + String.join(",", steps))) {
+                    faults.note(kind, "plan " + String.join(",", steps) + " (the next creates, refunds included)");
+                }
+            } else if (stripe.faults(step + "=" + n)) {
+                faults.note(kind, "next " + n + " PaymentIntent creates (counter)");
+            }
         }
 
         void counter(String kind, String counter, int n) {
@@ -1668,6 +2066,12 @@ public class Chaos {
             // the row), never move on to a PaymentIntent of its own. The other lost rows get Stripe's replay.
             List<String> filters = variant == Variant.CHARGEONCE && r.nextInt(3) == 0
                     ? List.of(" AND stripe_attempt > 1", "") : List.of("");
+            // A charge that has refunds is not taken: its refunds' rows name it (a foreign key), and a lost commit
+            // that took the charge would have taken its later refunds with it. Refund rows are never deleted: a lost
+            // refund row without the charge's reservation (stripe_intents.amount_reserved, written by the same
+            // claim) is not a state a failover can leave, and losing both is not modelled here.
+            String noRefunds = variant == Variant.CHARGEONCE
+                    ? " AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = stripe_intents.id)" : "";
             long started = System.currentTimeMillis();
             List<LostRow> deleted = new ArrayList<>();
             List<Payment> owners = new ArrayList<>();
@@ -1675,7 +2079,7 @@ public class Chaos {
                 for (String filter : filters) {
                     try (java.sql.PreparedStatement ps = c.prepareStatement(
                             "DELETE FROM stripe_intents WHERE id IN (SELECT id FROM (SELECT id FROM stripe_intents"
-                                    + " WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation" + filter
+                                    + " WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation" + filter + noRefunds
                                     + " ORDER BY " + finishedAt + " DESC LIMIT 20) recent ORDER BY random() LIMIT ?)"
                                     + " RETURNING id, client_id, idempotency_key, status, " + attempt)) {
                         ps.setInt(1, n);
@@ -1699,7 +2103,8 @@ public class Chaos {
                 }
                 if (deleted.isEmpty()) {
                     try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
-                            "SELECT count(*) FROM stripe_intents WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation")) {
+                            "SELECT count(*) FROM stripe_intents WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation"
+                                    + noRefunds)) {
                         rs.next();
                         if (rs.getLong(1) > 0) {
                             switchFailed("lost_commit deleted nothing although " + rs.getLong(1) + " finished rows exist");
@@ -1708,6 +2113,12 @@ public class Chaos {
                     return false; // nothing finished yet: try again later
                 }
             } catch (SQLException e) {
+                if ("23503".equals(e.getSQLState())) {
+                    // A refund was claimed on a chosen charge between the DELETE's look and its delete: nothing was
+                    // deleted (one statement); the lost commit is dealt again later.
+                    faults.event("lost_commit not now: a refund was just claimed on a chosen charge (" + e.getMessage() + ")");
+                    return false;
+                }
                 switchFailed("lost_commit: the DELETE failed: " + e.getMessage());
                 return true; // counted as a failure, not retried
             }
@@ -1757,7 +2168,7 @@ public class Chaos {
     }
 
     /** {@code paymentError}: it carries a last_payment_error (a decline, a failed 3-D Secure). */
-    record Intent(String id, String status, String identity, String paymentId, boolean paymentError) {
+    record Intent(String id, String status, String identity, String paymentId, boolean paymentError, long amount) {
         boolean charged() {
             return "succeeded".equals(status);
         }
@@ -1794,9 +2205,25 @@ public class Chaos {
         long eventsMade, standInDelivered, standInFailedTries;
         long deliveries, deliveriesAcknowledged, duplicatesAcknowledged, deliveriesFailed, deliveriesUnreachable, deliveriesRefused;
         long inboxRecorded, inboxFromWebhook, inboxFromCatchUp, inboxApplied, inboxIgnored, inboxUnknown;
-        long eventsNeverRecorded, unknownOfKnownCharge, unknownWhileRowLost, unknownOfNoRow;
+        long eventsNeverRecorded, otherEventsNeverRecorded, unknownOfKnownCharge, unknownWhileRowLost, unknownOfNoRow;
         long statesCompared, stateMismatches, statesBackwards, stateReads, stateReadsOk, stateReadsNotFound;
         final Map<String, Long> finalStates = new TreeMap<>();
+        // Refunds: chargeonce only (the naive control has none).
+        boolean refundsAudited;
+        Tally refundTally = new Tally();
+        final Map<String, Long> refundRetryCodes = new TreeMap<>();
+        final Map<String, Long> refundPatterns = new TreeMap<>();
+        final Map<String, Long> refundRowStates = new TreeMap<>();
+        long refundsRequested, refundCharges, refundsSettled, refundsMade, refundsTooLarge, refundsOfLostCharge, refundsParked;
+        long refundsAtOnce, refundsDuplicatedConcurrently, stripeRefundCreates, stripeRefunds, stripeRefundsLaterAttempt;
+        long amountRefunded, refundRows;
+        long refundDuplicates, overRefunds, toldRefundedStripeHasNot, refundedButToldOtherwise, refusedButSent, wronglyRefused;
+        long orphanRefunds, refundRowsNotTerminal, refundNeverFinal, refundRowMissing, refundReplayMismatch, refundRowAnswerMismatch;
+        long refundRowStripeDisagree, reservationMismatch, refundConflictsSent, refundConflictsRefused, refundConflictsAccepted;
+        long refundUnexpectedFinal, unknownOfKnownRefund;
+        /** Stripe's refunds by id and the refund rows by identity, for the events' audit. */
+        Map<String, StripeRefund> stripeRefundById = Map.of();
+        Map<String, RefundRow> refundRowByIdentity = Map.of();
         long stateWaitMillis;
         String statesLeft = "";
         /** Evidence by kind, most serious kinds first, at most 50 examples of each. */
@@ -1816,7 +2243,27 @@ public class Chaos {
                     + rowDisagreesWithStripe + orphanIntents + rowsNotTerminal + rowsMissing + replayMismatches
                     + rowAnswerMismatches + answersOfUnknownRows + conflictsCharged + neverFinal + unexpectedFinal
                     + readsNotFound + readsDiffering
-                    + stateMismatches + statesBackwards + unknownOfKnownCharge + eventsNeverRecorded + deliveriesRefused;
+                    + stateMismatches + statesBackwards + unknownOfKnownCharge + eventsNeverRecorded + deliveriesRefused
+                    + refundViolations();
+        }
+
+        /**
+         * A parked refund row (503 refund_under_reconciliation) is not counted: it is reported apart, as a parked
+         * charge after a lost commit is. Everything else below is.
+         */
+        long refundViolations() {
+            return refundDuplicates + overRefunds + toldRefundedStripeHasNot + refundedButToldOtherwise + refusedButSent
+                    + wronglyRefused + orphanRefunds + refundRowsNotTerminal + refundNeverFinal + refundRowMissing
+                    + refundReplayMismatch + refundRowAnswerMismatch + refundRowStripeDisagree + reservationMismatch
+                    + refundConflictsAccepted + refundUnexpectedFinal + unknownOfKnownRefund;
+        }
+
+        /** The refunds' summary line. */
+        String refundSummary() {
+            return String.format(Locale.ROOT, "Refunds (%s): %d requested on %d charges, %d made (201), %d refused amount_too_large"
+                            + " before Stripe, %d of a lost charge row (404), parked=%d, duplicates=%d, over-refunds=%d, %d refund"
+                            + " violations.", label, refundsRequested, refundCharges, refundsMade, refundsTooLarge,
+                    refundsOfLostCharge, refundsParked, refundDuplicates, overRefunds, refundViolations());
         }
 
         /** Why this run proves nothing: failed fault switches, too few faults or payments, a kind of fault missing. */
@@ -1842,6 +2289,18 @@ public class Chaos {
             if (webhooks && deliveriesAcknowledged == 0) {
                 out.add(label + ": no webhook delivery was acknowledged");
             }
+            // The refund paths too: made, refused over the charge, and refunds of one charge at once.
+            if (refundsAudited && plannedSeconds >= 60) {
+                if (refundsMade == 0) {
+                    out.add(label + ": no refund was made (201) in " + plannedSeconds + " s");
+                }
+                if (refundsTooLarge == 0) {
+                    out.add(label + ": no refund was refused amount_too_large in " + plannedSeconds + " s");
+                }
+                if (refundsAtOnce == 0) {
+                    out.add(label + ": no refunds of one charge were asked at once in " + plannedSeconds + " s");
+                }
+            }
             return out;
         }
 
@@ -1860,13 +2319,20 @@ public class Chaos {
         String evidenceText() {
             StringBuilder out = new StringBuilder();
             for (String kind : List.of("DUPLICATE", "LOSS", "CHARGED BUT TOLD OTHERWISE", "ROW/STRIPE DISAGREE",
+                    "REFUND DUPLICATE", "OVER-REFUND", "TOLD REFUNDED, STRIPE HAS NO SUCH REFUND",
+                    "REFUNDED AT STRIPE, CLIENT TOLD OTHERWISE", "REFUSED BEFORE STRIPE, YET SENT",
+                    "REFUSED AMOUNT_TOO_LARGE WITH ENOUGH LEFT", "ORPHAN REFUND", "REFUND ROW NOT TERMINAL",
+                    "REFUND WITHOUT A FINAL ANSWER", "REFUND ROW MISSING", "REFUND REPLAY DIFFERS",
+                    "REFUND ROW HOLDS ANOTHER ANSWER", "REFUND ROW/STRIPE DISAGREE", "RESERVATION DIFFERS FROM REFUNDS",
+                    "REFUND KEY REUSE ACCEPTED", "UNEXPECTED REFUND ANSWER", "UNKNOWN EVENT OF A KNOWN REFUND",
                     "CHARGE STATE DIFFERS FROM STRIPE", "CHARGE STATE MOVED BACKWARDS", "UNKNOWN EVENT OF A KNOWN CHARGE",
                     "EVENT NEVER RECORDED", "WEBHOOK REFUSED",
                     "REPLAY DIFFERS", "ANSWER AFTER LOST ROW DIFFERS", "ANSWER OF AN UNKNOWN ROW", "ROW HOLDS ANOTHER ANSWER",
                     "KEY REUSE ACCEPTED", "READ AFTER SUCCESS NOT FOUND", "READ AFTER SUCCESS DIFFERS", "NO FINAL ANSWER",
                     "ROW MISSING", "ROW NOT TERMINAL", "UNEXPECTED FINAL ANSWER", "ORPHAN PAYMENTINTENT",
                     "PARKED AFTER LOST COMMIT", "RECOVERED AFTER LOST COMMIT", "READ OF A DELETED ROW",
-                    "UNKNOWN EVENT WHILE THE ROW WAS LOST", "CUSTOMER TOO LATE")) {
+                    "UNKNOWN EVENT WHILE THE ROW WAS LOST", "CUSTOMER TOO LATE", "REFUND PARKED", "REFUND OF A LOST CHARGE ROW",
+                    "REFUND EVENT NEVER RECORDED")) {
                 List<String> examples = evidence.get(kind);
                 if (examples != null) {
                     out.append("== ").append(kind).append(" (first ").append(examples.size()).append(")\n");
@@ -2061,6 +2527,9 @@ public class Chaos {
                     }
                 }
             }
+            if (run.variant == Variant.CHARGEONCE) {
+                auditRefunds(a, run, ledger, t0);
+            }
             if (run.relay != null) {
                 auditStates(a, run, ledger, t0);
             }
@@ -2075,6 +2544,348 @@ public class Chaos {
             return a;
         }
 
+        /** A refund at Stripe, as the stand-in's control plane lists it; {@code stripeKey}: the Idempotency-Key it was made with. */
+        record StripeRefund(String id, String paymentIntent, long amount, String status, String identity, String chaosRefund,
+                            String stripeKey) {
+            /** Pending and succeeded refunds are what a PaymentIntent can no longer refund. */
+            boolean counts() {
+                return "pending".equals(status) || "succeeded".equals(status) || "requires_action".equals(status);
+            }
+        }
+
+        /** A refund row (stripe_refunds). {@code parked}: needs_reconciliation. */
+        record RefundRow(String id, String chargeId, String client, String key, String status, long amount,
+                         Integer responseStatus, String responseBody, String stripeRefundId, String refundStatus,
+                         String identity, boolean parked, String reconciliationReason, int stripeAttempt) {
+            /** Its amount still held on the charge: not failed, and not failed or canceled at Stripe. */
+            boolean reserves() {
+                return !"failed".equals(status) && !"failed".equals(refundStatus) && !"canceled".equals(refundStatus);
+            }
+        }
+
+        static List<StripeRefund> parseRefunds(String json) {
+            List<StripeRefund> out = new ArrayList<>();
+            for (Object o : (List<?>) ((Map<?, ?>) Json.parse(json)).get("data")) {
+                Map<?, ?> r = (Map<?, ?>) o;
+                Map<?, ?> md = r.get("metadata") instanceof Map<?, ?> m ? m : Map.of();
+                out.add(new StripeRefund((String) r.get("id"), (String) r.get("payment_intent"), number(r.get("amount")),
+                        (String) r.get("status"), (String) md.get("chargeonce_key"), (String) md.get("chaos_refund"),
+                        (String) r.get("sandbox_idempotency_key")));
+            }
+            return out;
+        }
+
+        static Long longField(String json, String name) {
+            Object o = Json.parseQuietly(json);
+            return o instanceof Map<?, ?> m && m.get(name) instanceof Number n ? n.longValue() : null;
+        }
+
+        /** The charge row of {@code chargeId} of this payment was deleted (lost commit) before {@code at}. */
+        static boolean chargeLostBefore(Payment p, String chargeId, long at) {
+            return List.copyOf(p.lostRows).stream().anyMatch(l -> l.chargeId().equals(chargeId) && l.deleteStarted() <= at);
+        }
+
+        /**
+         * Refunds (chargeonce only): Stripe's refunds (the stand-in's /_sandbox/refunds, each with the identity the
+         * service wrote, chargeonce_key = StripeKeys.refundIdentity, and the chaos_refund its client wrote), the refund
+         * rows and the charges' reservations, and every answer each refund's client got. Violations: a logical refund
+         * with more than one Stripe refund; a PaymentIntent whose pending + succeeded refunds exceed its amount, or a
+         * charge whose clients were told 201 for more than it was paid; a 201 naming no Stripe refund of that key,
+         * amount and PaymentIntent; a refund Stripe made whose client was told something else; a refund refused before
+         * Stripe (amount_too_large, or 404 of a charge row a lost commit deleted) that has a row or a Stripe refund;
+         * amount_too_large although the charge still has that much unreserved (no reservation was ever given back); a
+         * Stripe refund of no refund row; a row still processing (not parked) after the settle phase; a refund without
+         * a final answer (not parked); a made refund without a row; a replay that differs from the first final answer
+         * (byte for byte; amount_too_large: its code); a row whose stored answer is not the first one; a row that
+         * disagrees with its Stripe refund (identity, amount, state); a charge whose amount_reserved is not the sum of
+         * its refunds that hold an amount; another body on a refund key not refused with 422; any other final answer.
+         */
+        static void auditRefunds(Audit a, Run run, List<Intent> ledger, long t0) throws Exception {
+            a.refundsAudited = true;
+            a.refundTally = run.refundTally;
+            run.refundRetryCodes.forEach((code, n) -> a.refundRetryCodes.put(code, n.get()));
+            String json = run.stripe.get("/_sandbox/refunds");
+            Files.writeString(results.resolve(run.variant.database + "-refunds.json"), json);
+            List<StripeRefund> atStripe = parseRefunds(json);
+            a.stripeRefundCreates = number(((Map<?, ?>) Json.parse(run.stripe.get("/_sandbox/refunds/requests"))).get("create_requests"));
+            Map<String, StripeRefund> byId = new java.util.HashMap<>();
+            Map<String, List<StripeRefund>> byIdentity = new java.util.HashMap<>();
+            Map<String, List<StripeRefund>> byChaosRefund = new java.util.HashMap<>();
+            Map<String, List<StripeRefund>> byPaymentIntent = new TreeMap<>();
+            for (StripeRefund sr : atStripe) {
+                a.stripeRefunds++;
+                if (sr.counts()) {
+                    a.amountRefunded += sr.amount();
+                }
+                if (sr.stripeKey() != null && !sr.stripeKey().endsWith("-a1")) {
+                    a.stripeRefundsLaterAttempt++;
+                }
+                byId.put(sr.id(), sr);
+                byIdentity.computeIfAbsent(String.valueOf(sr.identity()), k -> new ArrayList<>()).add(sr);
+                byChaosRefund.computeIfAbsent(String.valueOf(sr.chaosRefund()), k -> new ArrayList<>()).add(sr);
+                byPaymentIntent.computeIfAbsent(String.valueOf(sr.paymentIntent()), k -> new ArrayList<>()).add(sr);
+            }
+            a.stripeRefundById = byId;
+            Map<String, Intent> intentById = new java.util.HashMap<>();
+            ledger.forEach(pi -> intentById.put(pi.id(), pi));
+
+            // The database's side: the refund rows, and the reservations of the charges they name.
+            Map<String, RefundRow> rowByKey = new java.util.HashMap<>();
+            Map<String, RefundRow> rowByIdentity = new java.util.HashMap<>();
+            Map<String, List<RefundRow>> rowsByCharge = new java.util.HashMap<>();
+            Map<String, long[]> charges = new TreeMap<>();
+            try (Connection c = connect(run.variant); Statement st = c.createStatement()) {
+                try (ResultSet rs = st.executeQuery("SELECT id, charge_id, client_id, idempotency_key, status, amount, response_status,"
+                        + " response_body, stripe_refund_id, refund_status, stripe_identity, needs_reconciliation,"
+                        + " reconciliation_reason, stripe_attempt FROM stripe_refunds")) {
+                    while (rs.next()) {
+                        int responseStatus = rs.getInt(7);
+                        RefundRow row = new RefundRow(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
+                                rs.getString(5), rs.getLong(6), rs.wasNull() ? null : responseStatus, rs.getString(8),
+                                rs.getString(9), rs.getString(10), rs.getString(11), rs.getBoolean(12), rs.getString(13),
+                                rs.getInt(14));
+                        rowByKey.put(row.client() + "\n" + row.key(), row);
+                        rowByIdentity.put(String.valueOf(row.identity()), row);
+                        rowsByCharge.computeIfAbsent(row.chargeId(), k -> new ArrayList<>()).add(row);
+                    }
+                }
+                try (ResultSet rs = st.executeQuery("SELECT id, amount, amount_reserved FROM stripe_intents"
+                        + " WHERE amount_reserved <> 0 OR id IN (SELECT charge_id FROM stripe_refunds)")) {
+                    while (rs.next()) {
+                        charges.put(rs.getString(1), new long[] {rs.getLong(2), rs.getLong(3)});
+                    }
+                }
+            }
+            a.refundRows = rowByKey.size();
+            a.refundRowByIdentity = rowByIdentity;
+            Map<String, Refund> refundByKey = new java.util.HashMap<>();
+            for (Refund f : List.copyOf(run.refunds)) {
+                refundByKey.put(f.payment.client + "\n" + f.key, f);
+            }
+
+            // Every Stripe refund is of a refund key the database has; no PaymentIntent refunded beyond its amount.
+            for (StripeRefund sr : atStripe) {
+                if (sr.identity() == null || !rowByIdentity.containsKey(sr.identity())) {
+                    a.orphanRefunds++;
+                    a.note("ORPHAN REFUND", sr + " is of no refund key the database has");
+                }
+            }
+            for (Map.Entry<String, List<StripeRefund>> e : byPaymentIntent.entrySet()) {
+                long refunded = e.getValue().stream().filter(StripeRefund::counts).mapToLong(StripeRefund::amount).sum();
+                Intent pi = intentById.get(e.getKey());
+                long paid = pi == null || !pi.charged() ? 0 : pi.amount();
+                if (refunded > paid) {
+                    a.overRefunds++;
+                    a.note("OVER-REFUND", "PaymentIntent " + e.getKey() + " (" + (pi == null ? "absent" : pi.status() + ", amount "
+                            + pi.amount()) + ") has pending + succeeded refunds of " + refunded + " at Stripe: " + e.getValue());
+                }
+            }
+
+            // Every logical refund against Stripe, its row and the answers its client got.
+            Map<String, Long> toldByCharge = new TreeMap<>();
+            Map<String, List<Refund>> refundsByCharge = new TreeMap<>();
+            List<Refund> refusedTooLarge = new ArrayList<>();
+            for (Refund f : List.copyOf(run.refunds)) {
+                a.refundsRequested++;
+                refundsByCharge.computeIfAbsent(f.chargeId, k -> new ArrayList<>()).add(f);
+                a.refundPatterns.merge(f.pattern, 1L, Long::sum);
+                if (f.concurrentWithOthers) {
+                    a.refundsAtOnce++;
+                }
+                if (f.duplicatedConcurrently) {
+                    a.refundsDuplicatedConcurrently++;
+                }
+                RefundRow row = rowByKey.get(f.payment.client + "\n" + f.key);
+                java.util.LinkedHashMap<String, StripeRefund> madeById = new java.util.LinkedHashMap<>();
+                byIdentity.getOrDefault(f.identity(), List.of()).forEach(sr -> madeById.put(sr.id(), sr));
+                byChaosRefund.getOrDefault(f.id, List.of()).forEach(sr -> madeById.put(sr.id(), sr));
+                List<StripeRefund> made = List.copyOf(madeById.values());
+                Answer first = f.firstFinal.get();
+                String where = f.describe() + ", row " + (row == null ? "none" : row.id() + " " + row.status()
+                        + (row.parked() ? " parked: " + row.reconciliationReason() : "")) + ", Stripe: " + made;
+                String evidence = where + f.story(t0) + "\n  payment " + f.payment.id + f.payment.story(t0);
+                if (first != null || !f.parked.isEmpty()) {
+                    a.refundsSettled++;
+                }
+                if (made.size() > 1) {
+                    a.refundDuplicates++;
+                    List<String> needles = new ArrayList<>(made.stream().map(StripeRefund::id).toList());
+                    needles.add(row == null ? null : row.id());
+                    a.note("REFUND DUPLICATE", evidence + logLines(needles.toArray(String[]::new)));
+                }
+                if (row != null && row.parked()) {
+                    a.refundsParked++;
+                    a.note("REFUND PARKED", evidence + logLines(row.id()));
+                }
+                if (first == null) {
+                    if (row == null || !row.parked()) {
+                        a.refundNeverFinal++;
+                        a.note("REFUND WITHOUT A FINAL ANSWER", evidence);
+                    }
+                    continue;
+                }
+                boolean madeAtStripe = made.stream().anyMatch(StripeRefund::counts);
+                if (first.status() == 201) {
+                    a.refundsMade++;
+                    String stripeId = Json.field(first.body(), "stripe_refund");
+                    Long amount = longField(first.body(), "amount");
+                    StripeRefund sr = stripeId == null ? null : byId.get(stripeId);
+                    boolean same = sr != null && f.identity().equals(sr.identity()) && amount != null && sr.amount() == amount
+                            && f.paymentIntent.equals(sr.paymentIntent()) && sr.counts()
+                            && (f.amount == null || f.amount.equals(amount)) && f.chargeId.equals(Json.field(first.body(), "charge"));
+                    if (!same) {
+                        a.toldRefundedStripeHasNot++;
+                        a.note("TOLD REFUNDED, STRIPE HAS NO SUCH REFUND", where + "\n    told: " + first.describe()
+                                + "\n    Stripe's " + stripeId + ": " + sr + f.story(t0));
+                    }
+                    if (amount != null) {
+                        toldByCharge.merge(f.chargeId, amount, Long::sum);
+                    }
+                    if (row == null) {
+                        a.refundRowMissing++;
+                        a.note("REFUND ROW MISSING", evidence);
+                    }
+                } else {
+                    if (madeAtStripe) {
+                        a.refundedButToldOtherwise++;
+                        a.note("REFUNDED AT STRIPE, CLIENT TOLD OTHERWISE", where + " got " + first.describe() + f.story(t0));
+                    }
+                    boolean lostCharge = first.status() == 404 && chargeLostBefore(f.payment, f.chargeId, first.receivedAt());
+                    if (tooLargeBeforeStripe(first) || lostCharge) {
+                        if (lostCharge) {
+                            a.refundsOfLostCharge++;
+                            a.note("REFUND OF A LOST CHARGE ROW", evidence);
+                        } else {
+                            a.refundsTooLarge++;
+                            refusedTooLarge.add(f);
+                        }
+                        // Refused before Stripe: nothing stored, nothing sent.
+                        if (row != null || !made.isEmpty()) {
+                            a.refusedButSent++;
+                            a.note("REFUSED BEFORE STRIPE, YET SENT", evidence);
+                        }
+                    } else {
+                        a.refundUnexpectedFinal++;
+                        a.note("UNEXPECTED REFUND ANSWER", where + ": " + first.describe() + f.story(t0));
+                    }
+                }
+                for (Answer later : List.copyOf(f.finals)) {
+                    boolean same = tooLargeBeforeStripe(first) ? tooLargeBeforeStripe(later)
+                            : later.status() == first.status() && later.body().equals(first.body());
+                    if (!same) {
+                        a.refundReplayMismatch++;
+                        a.note("REFUND REPLAY DIFFERS", where + "\n    first: " + first.describe() + "\n    later: "
+                                + later.describe() + f.story(t0));
+                        break;
+                    }
+                }
+                if (row != null && row.responseStatus() != null
+                        && (row.responseStatus() != first.status() || !first.body().equals(row.responseBody()))) {
+                    a.refundRowAnswerMismatch++;
+                    a.note("REFUND ROW HOLDS ANOTHER ANSWER", where + "\n    client: " + first.describe() + "\n    row: "
+                            + row.responseStatus() + " " + row.responseBody());
+                }
+                if (!f.conflictAnswers.isEmpty()) {
+                    a.refundConflictsSent++;
+                    for (Answer c : List.copyOf(f.conflictAnswers)) {
+                        if (c.status() == 422) {
+                            a.refundConflictsRefused++;
+                        } else {
+                            a.refundConflictsAccepted++;
+                            a.note("REFUND KEY REUSE ACCEPTED", where + " other body answered " + c.describe());
+                        }
+                    }
+                }
+            }
+            a.refundCharges = refundsByCharge.size();
+
+            // What clients were told was refunded never exceeds what was paid.
+            for (Map.Entry<String, Long> e : toldByCharge.entrySet()) {
+                Refund any = refundsByCharge.get(e.getKey()).get(0);
+                if (e.getValue() > any.payment.amount) {
+                    a.overRefunds++;
+                    StringBuilder group = new StringBuilder();
+                    refundsByCharge.get(e.getKey()).forEach(f -> group.append("\n  ").append(f.describe()).append(f.story(t0)));
+                    a.note("OVER-REFUND", "charge " + e.getKey() + " (amount " + any.payment.amount + "): clients were told 201"
+                            + " for refunds of " + e.getValue() + " in all" + group);
+                }
+            }
+
+            // Every row: terminal after the settle phase (parked ones reported), as its Stripe refund says.
+            for (List<RefundRow> ofCharge : rowsByCharge.values()) {
+                for (RefundRow row : ofCharge) {
+                    Refund owner = refundByKey.get(row.client() + "\n" + row.key());
+                    String story = owner == null ? " (of no refund of this run)" : "\n  " + owner.describe() + owner.story(t0);
+                    if (owner == null) {
+                        a.orphanRefunds++;
+                        a.note("ORPHAN REFUND", "row " + row + " is of no refund of this run");
+                    }
+                    if (!refundIdentity(row.client(), row.key()).equals(row.identity())) {
+                        a.refundRowStripeDisagree++;
+                        a.note("REFUND ROW/STRIPE DISAGREE", "row " + row + ": its stripe_identity is not StripeKeys.refundIdentity"
+                                + " of its client and key (" + refundIdentity(row.client(), row.key()) + ")");
+                    }
+                    if ("processing".equals(row.status())) {
+                        a.refundRowStates.merge(row.parked() ? "parked" : "processing", 1L, Long::sum);
+                        if (!row.parked()) {
+                            a.refundRowsNotTerminal++;
+                            a.note("REFUND ROW NOT TERMINAL", "row " + row + story + logLines(row.id()));
+                        }
+                        continue;
+                    }
+                    a.refundRowStates.merge(row.status() + (row.refundStatus() == null ? "" : " " + row.refundStatus()), 1L, Long::sum);
+                    List<StripeRefund> ofKey = byIdentity.getOrDefault(String.valueOf(row.identity()), List.of());
+                    if (row.stripeRefundId() != null) {
+                        StripeRefund sr = byId.get(row.stripeRefundId());
+                        if (sr == null || !java.util.Objects.equals(row.identity(), sr.identity()) || sr.amount() != row.amount()
+                                || !java.util.Objects.equals(row.refundStatus(), sr.status())) {
+                            a.refundRowStripeDisagree++;
+                            a.note("REFUND ROW/STRIPE DISAGREE", "row " + row + ", Stripe's " + row.stripeRefundId() + ": " + sr + story);
+                        }
+                    } else if (!"failed".equals(row.status()) || !ofKey.isEmpty()) {
+                        // A made refund names its Stripe refund; a refused one (no Stripe refund named) has none at Stripe.
+                        a.refundRowStripeDisagree++;
+                        a.note("REFUND ROW/STRIPE DISAGREE", "row " + row + " names no Stripe refund; Stripe has " + ofKey + story);
+                    }
+                }
+            }
+
+            // The reservation: a charge's amount_reserved is the sum of its refunds that hold an amount, always.
+            for (Map.Entry<String, long[]> e : charges.entrySet()) {
+                List<RefundRow> ofCharge = rowsByCharge.getOrDefault(e.getKey(), List.of());
+                long expected = ofCharge.stream().filter(RefundRow::reserves).mapToLong(RefundRow::amount).sum();
+                if (e.getValue()[1] != expected) {
+                    a.reservationMismatch++;
+                    a.note("RESERVATION DIFFERS FROM REFUNDS", "charge " + e.getKey() + " (amount " + e.getValue()[0]
+                            + ") has amount_reserved " + e.getValue()[1] + ", its refunds hold " + expected + ": " + ofCharge);
+                }
+            }
+
+            // amount_too_large only when the charge had less left. Reservations only grow on a charge none of whose
+            // refunds ever gave one back (failed or canceled): then what is left at the audit is at most what was left
+            // when the refusal came, and a refund that fits in it now would have fitted then.
+            for (Refund f : refusedTooLarge) {
+                long[] charge = charges.get(f.chargeId);
+                if (charge == null) {
+                    charge = new long[] {f.payment.amount, 0};
+                }
+                boolean gaveBack = rowsByCharge.getOrDefault(f.chargeId, List.of()).stream().anyMatch(row -> !row.reserves());
+                long left = charge[0] - charge[1];
+                if (!gaveBack && (f.amount == null ? left > 0 : f.amount <= left)) {
+                    a.wronglyRefused++;
+                    a.note("REFUSED AMOUNT_TOO_LARGE WITH ENOUGH LEFT", f.describe() + ": the charge has " + left + " of "
+                            + charge[0] + " left at the audit" + f.story(t0));
+                }
+            }
+
+            try (var out = Files.newBufferedWriter(results.resolve(run.variant.database + "-refunds.txt"))) {
+                out.write("# every refund: its identity, charge, pattern, and each request's send and answer times (s from the chaos' start)\n");
+                for (Refund f : List.copyOf(run.refunds)) {
+                    out.write(f.describe() + f.story(t0) + "\n");
+                }
+            }
+        }
+
         /** The stand-in's ledger: every PaymentIntent with its identity (chargeonce_key) and payment (chaos_payment). */
         static List<Intent> parseLedger(String ledgerJson) {
             List<Intent> ledger = new ArrayList<>();
@@ -2083,7 +2894,7 @@ public class Chaos {
                 Map<?, ?> md = (Map<?, ?>) pi.get("metadata");
                 ledger.add(new Intent((String) pi.get("id"), (String) pi.get("status"),
                         md == null ? null : (String) md.get("chargeonce_key"), md == null ? null : (String) md.get("chaos_payment"),
-                        pi.get("last_payment_error") != null));
+                        pi.get("last_payment_error") != null, number(pi.get("amount"))));
             }
             return ledger;
         }
@@ -2271,6 +3082,19 @@ public class Chaos {
 
             // Unknown events: a PaymentIntent of a row is never unknown, unless a lost commit had deleted its row then.
             for (InboxEvent e : unknown) {
+                if (e.objectId() != null && e.objectId().startsWith("re_")) {
+                    // A refund's event: its row exists before Stripe is asked, and refund rows are never deleted.
+                    StripeRefund sr = a.stripeRefundById.get(e.objectId());
+                    RefundRow refundRow = sr == null || sr.identity() == null ? null : a.refundRowByIdentity.get(sr.identity());
+                    if (refundRow == null) {
+                        a.unknownOfNoRow++; // a refund of no refund key the database has: counted as an orphan refund
+                    } else {
+                        a.unknownOfKnownRefund++;
+                        a.note("UNKNOWN EVENT OF A KNOWN REFUND", "event " + e.describe(t0) + " names refund " + e.objectId()
+                                + " of refund row " + refundRow + logLines(refundRow.id(), e.objectId()));
+                    }
+                    continue;
+                }
                 Intent pi = byId.get(e.objectId());
                 StateRow row = rowByPaymentIntent.get(e.objectId());
                 if (row == null && pi != null && pi.identity() != null) {
@@ -2297,10 +3121,20 @@ public class Chaos {
             }
 
             // Every event Stripe made is in the inbox: delivered, or found by the catch-up.
-            for (String id : run.stripe.eventIds()) {
-                if (!recorded.contains(id)) {
+            // Refund events are reported apart: the catch-up lists payment_intent.* events only
+            // (StripeGateway.listPaymentIntentEvents), the endpoint's subscription in README "Webhooks", so a refund
+            // event whose deliveries all failed is never recorded (the sync worker follows a pending refund by id).
+            for (Map.Entry<String, String> e : run.stripe.events().entrySet()) {
+                if (recorded.contains(e.getKey())) {
+                    continue;
+                }
+                if (String.valueOf(e.getValue()).startsWith("payment_intent.")) {
                     a.eventsNeverRecorded++;
-                    a.note("EVENT NEVER RECORDED", id + " (Stripe made it; the service's inbox does not have it)");
+                    a.note("EVENT NEVER RECORDED", e.getKey() + " " + e.getValue() + " (Stripe made it; the service's inbox does not have it)");
+                } else {
+                    a.otherEventsNeverRecorded++;
+                    a.note("REFUND EVENT NEVER RECORDED", e.getKey() + " " + e.getValue()
+                            + " (delivered never, or only while the instances failed it; the catch-up does not list it)");
                 }
             }
         }
@@ -2449,6 +3283,38 @@ public class Chaos {
             metrics.put("unexpected final answers", x -> x.unexpectedFinal);
             metrics.put("GET right after 201: asked / 404 / other payment / 404 of a deleted row", x -> x.readsAfterSuccess == 0
                     ? "– (not asked)" : x.readsAfterSuccess + " / " + x.readsNotFound + " / " + x.readsDiffering + " / " + x.readsOfLostRow);
+            metrics.put("refunds: logical (on charges) / settled / requests sent", x -> !x.refundsAudited ? "– (no refunds)"
+                    : x.refundsRequested + " (" + x.refundCharges + ") / " + x.refundsSettled + " / " + x.refundTally.requests.get());
+            metrics.put("refunds by pattern: " + "full / partial / partials / at once (both instances) / over the charge", x -> !x.refundsAudited
+                    ? "–" : x.refundPatterns.getOrDefault("full", 0L) + " / " + x.refundPatterns.getOrDefault("partial", 0L) + " / "
+                    + x.refundPatterns.getOrDefault("partials", 0L) + " / " + x.refundPatterns.getOrDefault("at once", 0L) + " / "
+                    + x.refundPatterns.getOrDefault("over the charge", 0L) + " (asked at once: " + x.refundsAtOnce
+                    + "; sent concurrently with the same key: " + x.refundsDuplicatedConcurrently + ")");
+            metrics.put("refund answers 201 / 400 / 404 / 409 / 422 / 503 / lost", x -> !x.refundsAudited ? "–"
+                    : x.refundTally.of(201) + " / " + x.refundTally.of(400) + " / " + x.refundTally.of(404) + " / "
+                    + x.refundTally.of(409) + " / " + x.refundTally.of(422) + " / " + x.refundTally.of(503) + " / " + x.refundTally.of(-1));
+            metrics.put("refund answers to retry, by code", x -> !x.refundsAudited ? "–" : x.refundRetryCodes.toString());
+            metrics.put("refunds: made (201) / refused amount_too_large / 404 of a lost charge row / parked (503 refund_under_reconciliation)",
+                    x -> !x.refundsAudited ? "–" : x.refundsMade + " / " + x.refundsTooLarge + " / " + x.refundsOfLostCharge + " / " + x.refundsParked);
+            metrics.put("Stripe: refund creates / refunds (of them by Stripe attempt 2+) / amount refunded", x -> !x.refundsAudited ? "–"
+                    : x.stripeRefundCreates + " / " + x.stripeRefunds + " (" + x.stripeRefundsLaterAttempt + ") / " + x.amountRefunded);
+            metrics.put("refund rows by status", x -> !x.refundsAudited ? "–" : x.refundRows + ": " + x.refundRowStates);
+            metrics.put("**logical refunds with more than one Stripe refund**", x -> !x.refundsAudited ? "–" : x.refundDuplicates);
+            metrics.put("**charges over-refunded (Stripe's pending + succeeded, or told 201, over the amount)**",
+                    x -> !x.refundsAudited ? "–" : x.overRefunds);
+            metrics.put("**told refunded (201), Stripe has no such refund (key, amount)**", x -> !x.refundsAudited ? "–" : x.toldRefundedStripeHasNot);
+            metrics.put("**refunded at Stripe, client told otherwise**", x -> !x.refundsAudited ? "–" : x.refundedButToldOtherwise);
+            metrics.put("**refused before Stripe (amount_too_large, 404), yet a row or a Stripe refund**", x -> !x.refundsAudited ? "–" : x.refusedButSent);
+            metrics.put("refused amount_too_large with enough left / Stripe refunds of no refund key", x -> !x.refundsAudited ? "–"
+                    : x.wronglyRefused + " / " + x.orphanRefunds);
+            metrics.put("refund rows not terminal after the settle phase (parked excluded) / without a final answer / made without a row",
+                    x -> !x.refundsAudited ? "–" : x.refundRowsNotTerminal + " / " + x.refundNeverFinal + " / " + x.refundRowMissing);
+            metrics.put("refunds whose answers differ / first answer ≠ the row's / rows ≠ Stripe's refund / reservations ≠ refunds",
+                    x -> !x.refundsAudited ? "–" : x.refundReplayMismatch + " / " + x.refundRowAnswerMismatch + " / "
+                            + x.refundRowStripeDisagree + " / " + x.reservationMismatch);
+            metrics.put("refund key reused with another body: sent / 422 / accepted; unexpected final answers; unknown events of a refund",
+                    x -> !x.refundsAudited ? "–" : x.refundConflictsSent + " / " + x.refundConflictsRefused + " / "
+                            + x.refundConflictsAccepted + "; " + x.refundUnexpectedFinal + "; " + x.unknownOfKnownRefund);
             metrics.put("3-D Secure customers: complete / fail / never (refused: too late)", x -> !x.webhooks ? "–"
                     : x.customersCompleted + " / " + x.customersFailed + " / " + x.customersAbandoned + " (" + x.customersTooLate + ")");
             metrics.put("webhooks: events Stripe made / deliveries: acknowledged (of them duplicates) / 5xx / instance down", x -> !x.webhooks
@@ -2468,7 +3334,8 @@ public class Chaos {
             metrics.put("**charges whose final state differs from Stripe's**", x -> !x.webhooks ? "–" : x.stateMismatches);
             metrics.put("**charge states that moved backwards**", x -> !x.webhooks ? "–" : x.statesBackwards);
             metrics.put("**unknown events of a charge the database has**", x -> !x.webhooks ? "–" : x.unknownOfKnownCharge);
-            metrics.put("**Stripe events the service never recorded**", x -> !x.webhooks ? "–" : x.eventsNeverRecorded);
+            metrics.put("**Stripe events the service never recorded** (payment_intent.*) / refund events never recorded (not caught up)",
+                    x -> !x.webhooks ? "–" : x.eventsNeverRecorded + " / " + x.otherEventsNeverRecorded);
             metrics.put("**webhook deliveries refused (4xx)**", x -> !x.webhooks ? "–" : x.deliveriesRefused);
             metrics.put("**verdict**", x -> x.violations() == 0 ? "no duplicate, no loss" : x.violations() + " violations");
             StringBuilder out = new StringBuilder("| | ");

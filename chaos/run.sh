@@ -11,12 +11,15 @@
 # proxies it owns, deletes recently finished rows (lost commits), and switches the Stripe stand-in's faults
 # (latency spikes, requests that keep running after the client gave up, edge 502s, 500 before and after charging,
 # dropped connections, 429) and its webhook deliveries to the instances (duplicates, reordering, outages), while
-# customers complete or fail 3-D Secure. Then the faults stop, recovery finishes, the charges' states settle, and
-# the audit compares clients, rows, every charge's state and Stripe. The same chaos (no webhooks: the control has no
-# endpoint) then runs against the deliberately naive check-then-act control (chaos/NaiveService.java)
+# customers complete or fail 3-D Secure, and clients refund some of their charges (full, partial, several at once
+# from both instances, more than the charge in all). Then the faults stop, recovery finishes, the charges' states
+# settle, and the audit compares clients, rows, every charge's state and Stripe, and every refund with Stripe's (at most
+# one per refund key, never more than the charge). The same chaos (no webhooks, no refunds: the control has neither)
+# then runs against the deliberately naive check-then-act control (chaos/NaiveService.java)
 # whose lookups go to a streaming replica 2 s behind. Prints both side by side; exits non-zero on any duplicate,
-# loss, inconsistent answer or charge state unlike Stripe's of chargeonce, on a fault switch that failed, on fewer
-# faults or settled payments than the minimums (or a kind of fault missing from a run of 60 s or more), and when
+# loss, inconsistent answer, charge state unlike Stripe's, refund made twice or over its charge of chargeonce, on a
+# fault switch that failed, on fewer faults or settled payments than the minimums (or a kind of fault missing from a
+# run of 60 s or more, or no refund made, refused amount_too_large or asked at once in such a run), and when
 # the control shows no duplicate (unless --allow-naive-without-duplicates; --require-naive-duplicates, the default,
 # is still accepted).
 # Starts everything on 127.0.0.1 and stops everything it started, nothing else.
@@ -54,7 +57,7 @@ while [ $# -gt 0 ]; do
     --min-faults) MIN_FAULTS="$2"; shift 2 ;;
     --min-payments) MIN_PAYMENTS="$2"; shift 2 ;;
     --lookup-skew) LOOKUP_SKEW="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
