@@ -162,6 +162,27 @@ class ReconciliationTest {
     }
 
     @Test
+    void refundsStripeMadeBehindTheServicesBackAreFoundAndTheChargesTotalDiffers() {
+        String chargeId = charge(ACME_KEY, UUID.randomUUID().toString(), VISA).then().statusCode(201).extract().path("id");
+        String paymentIntent = operator().get("/admin/v1/rows/charge/" + chargeId).then().extract().path("row.objectId");
+        given().header("Authorization", "Bearer " + ACME_KEY).header("Idempotency-Key", UUID.randomUUID().toString())
+                .contentType(ContentType.JSON).body("{\"amount\": 300}").post("/v1/charges/" + chargeId + "/refunds")
+                .then().statusCode(201);
+        // A refund of a key this service never saw (with its metadata), and one made in the Dashboard (without).
+        String ghostKey = "ghost-refund-" + UUID.randomUUID();
+        String ghost = stripe.refundOutsideTheService(paymentIntent, "&amount=100&metadata[chargeonce_key]="
+                + StripeKeys.refundIdentity(ACME, ghostKey)).get("id").asText();
+        stripe.refundOutsideTheService(paymentIntent, "&amount=200");
+
+        ReconciliationStore.Run run = reconcileLastHour();
+        assertEquals("completed", run.status(), "run: " + run);
+        assertNotNull(findingAbout("unknown_refund", ghost), "a refund of a key no row has");
+        Map<String, Object> total = findingAbout("refund_total_differs", chargeId);
+        assertNotNull(total, "the charge's refunds add up to 300 here and 600 at Stripe");
+        assertTrue(((String) total.get("detail")).contains("300 here and 600 at Stripe"), (String) total.get("detail"));
+    }
+
+    @Test
     void aParkedRowIsResolvedByAttachingWhatStripeHasAndTheClientsRetryReplaysTheCharge() throws Exception {
         String key = UUID.randomUUID().toString();
         String chargeId = dev.chargeonce.testing.TestRows.parkedCharge(primary, ACME, ACME_KEY, key, VISA);
