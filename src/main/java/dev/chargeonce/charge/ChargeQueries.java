@@ -3,6 +3,7 @@ package dev.chargeonce.charge;
 import dev.chargeonce.idempotency.ChargeRecord;
 import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.IntentStatus;
+import dev.chargeonce.idempotency.RowIds;
 import dev.chargeonce.replica.ReadSource;
 import dev.chargeonce.replica.ReplicaConfig;
 import dev.chargeonce.web.ApiException;
@@ -45,11 +46,24 @@ public class ChargeQueries {
     }
 
     Map<String, Object> find(String clientId, String chargeId) {
+        if (!RowIds.wellFormed(PREFIX, chargeId)) {
+            throw noSuchCharge(chargeId);
+        }
         return finishedOnReplica(clientId, chargeId)
                 .or(() -> store.findCharge(reads.primary(), clientId, chargeId))
                 .map(ChargeQueries::view)
-                .orElseThrow(() -> new ApiException(404, "invalid_request_error", "resource_missing",
-                        "No such charge: " + chargeId, "id", null));
+                .orElseThrow(() -> noSuchCharge(chargeId));
+    }
+
+    /** The charge id prefix: {@code chg_} and 24 letters or digits. */
+    public static final String PREFIX = "chg_";
+
+    /**
+     * The answer for a charge this client cannot see: the same whether it is another client's, none at all, or no
+     * id this service could have made.
+     */
+    public static ApiException noSuchCharge(String chargeId) {
+        return new ApiException(404, "invalid_request_error", "resource_missing", "No such charge: " + RowIds.echo(chargeId), "id", null);
     }
 
     /** The charge as the replica has it, when it has it finished; empty sends the read to the primary. */
@@ -139,10 +153,14 @@ public class ChargeQueries {
     }
 
     /** A list's {@code limit}: 1 to 100, default 10; anything else is a {@code 400} naming it. */
-    public static int parseLimit(String limit) {
-        if (limit == null) {
+    public static int parseLimit(java.util.List<String> given) {
+        if (given == null || given.isEmpty()) {
             return DEFAULT_LIMIT;
         }
+        if (given.size() > 1) {
+            throw ApiException.invalidRequest("parameter_invalid", "limit is given more than once.", "limit");
+        }
+        String limit = given.get(0);
         try {
             int value = Integer.parseInt(limit);
             if (value >= 1 && value <= MAX_LIMIT) {

@@ -62,6 +62,13 @@ public final class ChargeRequestParser {
         try {
             root = STRICT.readTree(body);
         } catch (JsonProcessingException e) {
+            if (e.getOriginalMessage() != null && e.getOriginalMessage().contains("surrogate")
+                    && e.getProcessor() instanceof JsonParser parser) {
+                // A lone surrogate in a field name: Jackson refuses it while reading; name the object it was in.
+                String where = parser.getParsingContext().pathAsPointer().toString().replaceFirst("^/", "").replace('/', '.');
+                throw invalid("parameter_invalid", "text must be valid Unicode: a field name holds a lone UTF-16 surrogate.",
+                        where.isEmpty() ? null : where);
+            }
             throw invalid("body_not_json", "The body is not valid JSON: " + e.getOriginalMessage(), null);
         } catch (IOException e) {
             throw invalid("body_not_json", "The body could not be read.", null);
@@ -127,7 +134,7 @@ public final class ChargeRequestParser {
             throw invalid("parameter_invalid", "description must be a string of at most " + MAX_DESCRIPTION_LENGTH
                     + " characters.", "description");
         }
-        return node.textValue();
+        return validText(node.textValue(), "description");
     }
 
     /** Optional metadata as Stripe takes it, without this service's reserved keys. */
@@ -145,7 +152,8 @@ public final class ChargeRequestParser {
         for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> entry = it.next();
             String key = entry.getKey();
-            String param = "metadata[" + key + "]";
+            String param = "metadata[" + shown(key) + "]";
+            validText(key, param);
             if (key.isEmpty() || characters(key) > MAX_METADATA_KEY_LENGTH || key.contains("[") || key.contains("]")) {
                 throw invalid("parameter_invalid", "metadata keys must be 1 to " + MAX_METADATA_KEY_LENGTH
                         + " characters without square brackets.", param);
@@ -159,9 +167,44 @@ public final class ChargeRequestParser {
                 throw invalid("parameter_invalid", "metadata values must be strings of at most "
                         + MAX_METADATA_VALUE_LENGTH + " characters.", param);
             }
-            metadata.put(key, value.textValue());
+            metadata.put(key, validText(value.textValue(), param));
         }
         return metadata;
+    }
+
+    /**
+     * Text as it can be stored and sent on: valid Unicode (a lone UTF-16 surrogate, which JSON's {@code \\uD800}
+     * escapes can carry, has no UTF-8 form and would be replaced by {@code ?} on its way to PostgreSQL and Stripe)
+     * and no NUL (PostgreSQL's text refuses it). Refused naming the field, as every other invalid value.
+     */
+    static String validText(String text, String param) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == 0) {
+                throw invalid("parameter_invalid", "text must not contain the NUL character (U+0000).", param);
+            }
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw invalid("parameter_invalid", "text must be valid Unicode: a lone UTF-16 surrogate (\\u"
+                        + Integer.toHexString(c).toUpperCase() + ") is not a character.", param);
+            }
+        }
+        return text;
+    }
+
+    /** A client's text as an error's {@code param} may echo it: lone surrogates and NUL replaced (U+FFFD). */
+    private static String shown(String text) {
+        StringBuilder out = new StringBuilder(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                out.append(c).append(text.charAt(++i));
+            } else {
+                out.append(c == 0 || Character.isSurrogate(c) ? '\uFFFD' : c);
+            }
+        }
+        return out.toString();
     }
 
     /** Length in characters (code points), as Stripe and JSON Schema count it, not in UTF-16 units. */

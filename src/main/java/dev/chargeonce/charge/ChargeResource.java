@@ -11,7 +11,6 @@ import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
 import jakarta.ws.rs.Produces;
-import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.container.ContainerRequestContext;
 import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
@@ -55,7 +54,12 @@ public class ChargeResource {
 
     @GET
     @RunOnVirtualThread
-    public Response list(@Context ContainerRequestContext request, @QueryParam("limit") String limit) {
-        return Response.ok(queries.list(ApiKeyFilter.clientId(request), ChargeQueries.parseLimit(limit))).build();
+    public Response list(@Context ContainerRequestContext request) {
+        return Response.ok(queries.list(ApiKeyFilter.clientId(request), limit(request))).build();
+    }
+
+    /** {@code limit}, read raw: an empty or repeated one is refused, not defaulted or first-wins. */
+    private static int limit(ContainerRequestContext request) {
+        return ChargeQueries.parseLimit(request.getUriInfo().getQueryParameters().get("limit"));
     }
 }

@@ -71,6 +71,6 @@ public class ChargeService {
     }
 
     static String newChargeId() {
-        return RowIds.next("chg_");
+        return RowIds.next(ChargeQueries.PREFIX);
     }
 }

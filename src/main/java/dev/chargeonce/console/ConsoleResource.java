@@ -2,13 +2,9 @@ package dev.chargeonce.console;
 
 import dev.chargeonce.auth.OperatorFilter;
 import dev.chargeonce.idempotency.Operation;
-import dev.chargeonce.idempotency.RowView;
 import dev.chargeonce.reconcile.OperatorActions;
-import dev.chargeonce.reconcile.ReconciliationStore;
 import dev.chargeonce.reconcile.RowStories;
 import dev.chargeonce.web.ApiException;
-import io.quarkus.qute.CheckedTemplate;
-import io.quarkus.qute.TemplateInstance;
 import io.smallrye.common.annotation.RunOnVirtualThread;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.FormParam;
@@ -25,8 +21,9 @@ import jakarta.ws.rs.core.Response;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
+import java.util.HashMap;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * The operator's console: one page of what needs an operator (open findings, parked and stuck rows, runs, recent
@@ -37,44 +34,50 @@ import java.util.Locale;
 @Produces(MediaType.TEXT_HTML)
 public class ConsoleResource {
 
-    @CheckedTemplate
-    static class Templates {
-        static native TemplateInstance index(String operator, List<ReconciliationStore.StoredFinding> findings, List<RowView> rows,
-                                             List<ReconciliationStore.Run> runs, List<ReconciliationStore.AuditEntry> actions,
-                                             String message, String token);
-
-        static native TemplateInstance row(String operator, RowStories.RowStory story, String operation, String message,
-                                           boolean done, String token);
-    }
-
     private final RowStories stories;
     private final OperatorActions actions;
     private final FormTokens tokens;
+    private final ConsolePages pages;
 
-    ConsoleResource(RowStories stories, OperatorActions actions, FormTokens tokens) {
+    ConsoleResource(RowStories stories, OperatorActions actions, FormTokens tokens, ConsolePages pages) {
         this.stories = stories;
         this.actions = actions;
         this.tokens = tokens;
+        this.pages = pages;
     }
 
     @GET
     @RunOnVirtualThread
-    public TemplateInstance index(@Context ContainerRequestContext request, @QueryParam("message") String message) {
+    public String index(@Context ContainerRequestContext request, @QueryParam("message") String message) {
         String operator = OperatorFilter.operator(request);
-        return Templates.index(operator, stories.findings(true, 200), stories.attentionRows(200), stories.runs(10),
-                stories.recentActions(20), message, tokens.tokenFor(operator));
+        Map<String, Object> data = new HashMap<>();
+        data.put("operator", operator);
+        data.put("findings", stories.findings(true, 200));
+        data.put("rows", stories.attentionRows(200));
+        data.put("runs", stories.runs(10));
+        data.put("actions", stories.recentActions(20));
+        data.put("message", message);
+        data.put("token", tokens.tokenFor(operator));
+        return pages.index(data);
     }
 
     @GET
     @Path("/rows/{operation}/{id}")
     @RunOnVirtualThread
-    public TemplateInstance row(@Context ContainerRequestContext request, @PathParam("operation") String operation,
-                                @PathParam("id") String id, @QueryParam("message") String message, @QueryParam("done") boolean done) {
+    public String row(@Context ContainerRequestContext request, @PathParam("operation") String operation,
+                      @PathParam("id") String id, @QueryParam("message") String message, @QueryParam("done") boolean done) {
         Operation op = operation(operation);
         String operator = OperatorFilter.operator(request);
         RowStories.RowStory story = stories.story(op, id).orElseThrow(() -> new ApiException(404, "invalid_request_error",
-                "resource_missing", "No such " + operation + ": " + id, "id", null));
-        return Templates.row(operator, story, op.name().toLowerCase(Locale.ROOT), message, done, tokens.tokenFor(operator));
+                "resource_missing", "No such " + operation + ": " + dev.chargeonce.idempotency.RowIds.echo(id), "id", null));
+        Map<String, Object> data = new HashMap<>();
+        data.put("operator", operator);
+        data.put("story", story);
+        data.put("operation", op.name().toLowerCase(Locale.ROOT));
+        data.put("message", message);
+        data.put("done", done);
+        data.put("token", tokens.tokenFor(operator));
+        return pages.row(data);
     }
 
     @POST

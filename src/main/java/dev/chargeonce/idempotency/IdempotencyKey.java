@@ -24,6 +24,12 @@ public record IdempotencyKey(String value) {
                         "Idempotency-Key must be printable ASCII.", HEADER);
             }
         }
+        if (header.charAt(0) == ' ' || header.charAt(header.length() - 1) == ' ') {
+            // HTTP strips spaces around a header value, so a key can neither start nor end with one: refused if a
+            // transport ever let one through, rather than made a key that differs from the one the client meant.
+            throw ApiException.invalidRequest("idempotency_key_invalid",
+                    "Idempotency-Key must not start or end with a space.", HEADER);
+        }
         return new IdempotencyKey(header);
     }
 

@@ -488,7 +488,7 @@ public class IdempotencyStore {
                 throw e;
             }
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -1060,7 +1060,7 @@ public class IdempotencyStore {
             ps.setInt(next + 1, seenLeaseGeneration);
             return countOf(ps) == 1;
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -1123,7 +1123,7 @@ public class IdempotencyStore {
             binder.bind(ps);
             return countOf(ps);
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -1132,7 +1132,7 @@ public class IdempotencyStore {
             binder.bind(ps);
             return ps.executeUpdate();
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -1147,7 +1147,7 @@ public class IdempotencyStore {
                 reader.read(rs);
             }
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 

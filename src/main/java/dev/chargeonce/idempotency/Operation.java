@@ -44,6 +44,11 @@ public enum Operation {
         this.settledStates = settledStates;
     }
 
+    /** Its name in paths and records: {@code charge}, {@code refund}. */
+    public String column() {
+        return name().toLowerCase(java.util.Locale.ROOT);
+    }
+
     /** The table of its rows. */
     public String table() {
         return table;

@@ -48,6 +48,11 @@ public enum FindingKind {
         return name().toLowerCase(Locale.ROOT);
     }
 
+    /** Two objects that moved money for one key: the finding that matters most. */
+    public boolean duplicate() {
+        return this == DUPLICATE_PAYMENT_INTENTS || this == DUPLICATE_REFUNDS;
+    }
+
     /** The kinds about a row's own state, which the job resolves itself once the row is no longer so. */
     public boolean aboutRowState() {
         return this == PARKED_ROW || this == STUCK_ROW;

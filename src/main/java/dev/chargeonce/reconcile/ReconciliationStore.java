@@ -1,5 +1,6 @@
 package dev.chargeonce.reconcile;
 
+import dev.chargeonce.idempotency.DatabaseFailures;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import io.agroal.api.AgroalDataSource;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -429,7 +430,7 @@ public class ReconciliationStore {
                 return reader.read(rs);
             }
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -438,7 +439,7 @@ public class ReconciliationStore {
             binder.bind(ps);
             return ps.executeUpdate();
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -456,7 +457,7 @@ public class ReconciliationStore {
                 tx.setAutoCommit(true);
             }
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 

@@ -12,7 +12,6 @@ import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
 import jakarta.ws.rs.Produces;
-import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.container.ContainerRequestContext;
 import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
@@ -46,8 +45,12 @@ public class ChargeRefundsResource {
 
     @GET
     @RunOnVirtualThread
-    public Response list(@Context ContainerRequestContext request, @PathParam("id") String chargeId,
-                         @QueryParam("limit") String limit) {
-        return Response.ok(queries.listOfCharge(ApiKeyFilter.clientId(request), chargeId, ChargeQueries.parseLimit(limit))).build();
+    public Response list(@Context ContainerRequestContext request, @PathParam("id") String chargeId) {
+        return Response.ok(queries.listOfCharge(ApiKeyFilter.clientId(request), chargeId, limit(request))).build();
+    }
+
+    /** {@code limit}, read raw: an empty or repeated one is refused, not defaulted or first-wins. */
+    private static int limit(ContainerRequestContext request) {
+        return ChargeQueries.parseLimit(request.getUriInfo().getQueryParameters().get("limit"));
     }
 }

@@ -1,6 +1,7 @@
 package dev.chargeonce.refund;
 
 import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.charge.ChargeQueries;
 import dev.chargeonce.idempotency.RefundRecord;
 import dev.chargeonce.web.ApiException;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -22,14 +23,18 @@ public class RefundQueries {
     }
 
     Map<String, Object> find(String clientId, String refundId) {
-        return store.findRefund(store.primary(), clientId, refundId).map(RefundQueries::view)
-                .orElseThrow(() -> new ApiException(404, "invalid_request_error", "resource_missing",
-                        "No such refund: " + refundId, "id", null));
+        ApiException none = new ApiException(404, "invalid_request_error", "resource_missing",
+                "No such refund: " + dev.chargeonce.idempotency.RowIds.echo(refundId), "id", null);
+        if (!dev.chargeonce.idempotency.RowIds.wellFormed(RefundService.PREFIX, refundId)) {
+            throw none;
+        }
+        return store.findRefund(store.primary(), clientId, refundId).map(RefundQueries::view).orElseThrow(() -> none);
     }
 
     /** A charge's refunds, newest first; another client's or an unknown charge is not found, identically. */
     Map<String, Object> listOfCharge(String clientId, String chargeId, int limit) {
-        if (store.findCharge(store.primary(), clientId, chargeId).isEmpty()) {
+        if (!dev.chargeonce.idempotency.RowIds.wellFormed(ChargeQueries.PREFIX, chargeId)
+                || store.findCharge(store.primary(), clientId, chargeId).isEmpty()) {
             throw noSuchCharge(chargeId);
         }
         List<RefundRecord> newest = store.listRefunds(store.primary(), clientId, chargeId, limit + 1);
@@ -42,7 +47,7 @@ public class RefundQueries {
 
     /** The answer for a charge this client cannot see: the same whether it is another client's or none at all. */
     static ApiException noSuchCharge(String chargeId) {
-        return new ApiException(404, "invalid_request_error", "resource_missing", "No such charge: " + chargeId, "id", null);
+        return ChargeQueries.noSuchCharge(chargeId);
     }
 
     private static Map<String, Object> view(RefundRecord record) {

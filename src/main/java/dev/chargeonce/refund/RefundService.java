@@ -50,6 +50,9 @@ public class RefundService {
     }
 
     KeyAnswer refund(String clientId, String chargeId, IdempotencyKey key, RefundRequest request) {
+        if (!RowIds.wellFormed(dev.chargeonce.charge.ChargeQueries.PREFIX, chargeId)) {
+            throw RefundQueries.noSuchCharge(chargeId); // nothing claimed for an id this service never made
+        }
         // The key covers the request as sent, on this charge: a retry without an amount is the same request.
         Fingerprint fingerprint = Fingerprint.of(METHOD, path(chargeId), request.canonicalJson());
         NewRefund refund = new NewRefund(newRefundId(), chargeId, clientId, key, fingerprint, request.amount(),
@@ -84,7 +87,9 @@ public class RefundService {
         return "/v1/charges/" + chargeId + "/refunds";
     }
 
+    static final String PREFIX = "rfd_";
+
     static String newRefundId() {
-        return RowIds.next("rfd_");
+        return RowIds.next(PREFIX);
     }
 }

@@ -1,5 +1,6 @@
 package dev.chargeonce.replica;
 
+import dev.chargeonce.idempotency.DatabaseFailures;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import io.agroal.api.AgroalDataSource;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -96,7 +97,7 @@ public class ReadSource {
             Timestamp replayed = rs.getTimestamp(2);
             return new Position(rs.getBoolean(1), Optional.ofNullable(replayed).map(Timestamp::toInstant));
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 }

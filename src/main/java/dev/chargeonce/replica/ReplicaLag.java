@@ -1,5 +1,6 @@
 package dev.chargeonce.replica;
 
+import dev.chargeonce.idempotency.DatabaseFailures;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import io.agroal.api.AgroalDataSource;
 import io.micrometer.core.instrument.Gauge;
@@ -93,7 +94,7 @@ public class ReplicaLag {
             double seconds = rs.getDouble("lag_seconds");
             return new ReplicaSide(rs.getBoolean("in_recovery"), rs.wasNull() ? Double.NaN : Math.max(0, seconds), rs.getString("replay_lsn"));
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -105,7 +106,7 @@ public class ReplicaLag {
                 return Math.max(0, rs.getDouble(1));
             }
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 }

@@ -16,6 +16,12 @@ public class ErrorMappers {
 
     private static final Logger LOG = Logger.getLogger(ErrorMappers.class);
 
+    private final Routes routes;
+
+    ErrorMappers(Routes routes) {
+        this.routes = routes;
+    }
+
     @ServerExceptionMapper
     public Response api(ApiException e) {
         Response response = respond(e.status(), ErrorBody.of(e.type(), e.code(), e.getMessage(), e.param()), e.retryAfter());
@@ -42,7 +48,13 @@ public class ErrorMappers {
     }
 
     @ServerExceptionMapper
-    public Response notFound(NotFoundException e) {
+    public Response notFound(NotFoundException e, jakarta.ws.rs.core.UriInfo uri, jakarta.ws.rs.core.Request request) {
+        // RESTEasy answers 404 for a method a path does not answer when another resource class shares its prefix
+        // (PUT /v1/charges/{id}/refunds): the path exists, so it is a 405.
+        java.util.List<String> allowed = routes.allowed(uri.getPath());
+        if (!allowed.isEmpty() && !allowed.contains(request.getMethod())) {
+            return notAllowed(new NotAllowedException(allowed.get(0)), uri);
+        }
         return respond(404, ErrorBody.of("invalid_request_error", "resource_missing", "No such resource.", null), null);
     }
 
@@ -53,8 +65,22 @@ public class ErrorMappers {
     }
 
     @ServerExceptionMapper
-    public Response notAllowed(NotAllowedException e) {
-        return respond(405, ErrorBody.of("invalid_request_error", "method_not_allowed", "Method not allowed on this resource.", null), null);
+    public Response notAllowed(NotAllowedException e, jakarta.ws.rs.core.UriInfo uri) {
+        java.util.List<String> allowed = routes.allowed(uri.getPath());
+        Response response = respond(405, ErrorBody.of("invalid_request_error", "method_not_allowed",
+                "Method not allowed on this resource" + (allowed.isEmpty() ? "." : "; it answers " + String.join(", ", allowed) + "."), null), null);
+        return allowed.isEmpty() ? response : Response.fromResponse(response).header("Allow", String.join(", ", allowed)).build();
+    }
+
+    /** An OPTIONS answer names what the path answers (RESTEasy's own names every method of the resource class). */
+    @org.jboss.resteasy.reactive.server.ServerResponseFilter
+    public void allowOnOptions(jakarta.ws.rs.container.ContainerRequestContext request, jakarta.ws.rs.container.ContainerResponseContext response) {
+        if ("OPTIONS".equals(request.getMethod()) && response.getHeaders().containsKey("Allow")) {
+            java.util.List<String> allowed = routes.allowed(request.getUriInfo().getPath());
+            if (!allowed.isEmpty()) {
+                response.getHeaders().putSingle("Allow", String.join(", ", allowed));
+            }
+        }
     }
 
     @ServerExceptionMapper

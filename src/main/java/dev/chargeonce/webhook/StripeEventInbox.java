@@ -1,5 +1,6 @@
 package dev.chargeonce.webhook;
 
+import dev.chargeonce.idempotency.DatabaseFailures;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chargeonce.operation.Settlement;
@@ -85,7 +86,7 @@ public class StripeEventInbox {
                 throw e;
             }
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -130,7 +131,7 @@ public class StripeEventInbox {
             Timestamp newest = rs.getTimestamp(1);
             return Optional.ofNullable(newest).map(Timestamp::toInstant);
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -143,7 +144,7 @@ public class StripeEventInbox {
                 return rs.next();
             }
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -154,7 +155,7 @@ public class StripeEventInbox {
             ps.setInt(2, batch);
             return ps.executeUpdate();
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -182,7 +183,7 @@ public class StripeEventInbox {
             }
             return events;
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 
@@ -195,7 +196,7 @@ public class StripeEventInbox {
             rs.next();
             return new long[] {rs.getLong(1), rs.getLong(2)};
         } catch (SQLException e) {
-            throw new DatabaseUnavailableException(e.getMessage(), e);
+            throw DatabaseFailures.of(e);
         }
     }
 

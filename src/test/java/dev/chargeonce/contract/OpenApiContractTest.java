@@ -499,7 +499,7 @@ class OpenApiContractTest {
         check(anonymous, 401);
         check(Call.createCharge(newKey(), VISA).header("Authorization", "Bearer sk_unknown"), 401);
         check(Call.createCharge(newKey(), VISA).header("Authorization", "Basic " + ACME_KEY), 401);
-        check(Call.getCharge("chg_anything").without("Authorization"), 401);
+        check(Call.getCharge("chg_" + "a".repeat(24)).without("Authorization"), 401);
         check(Call.listCharges().without("Authorization"), 401);
     }
 
@@ -509,7 +509,7 @@ class OpenApiContractTest {
         Call create = Call.createCharge(newKey(), VISA).header("Accept", "text/plain");
         assertSpecRejects(create);
         check(create, 406);
-        check(Call.getCharge("chg_anything").header("Accept", "text/plain"), 406);
+        check(Call.getCharge("chg_" + "a".repeat(24)).header("Accept", "text/plain"), 406);
         check(Call.listCharges().header("Accept", "text/html"), 406);
     }
 
@@ -593,7 +593,7 @@ class OpenApiContractTest {
             check(Call.listCharges(), 503);
             check(Call.createRefund(id, newKey(), "{}"), 503);
             check(Call.listRefunds(id), 503);
-            check(Call.getRefund("rfd_anything"), 503);
+            check(Call.getRefund("rfd_" + "a".repeat(24)), 503);
             String event = "{\"id\":\"evt_dbdown" + newKey().substring(0, 8) + "\",\"object\":\"event\",\"created\":1,"
                     + "\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"pi_x\",\"object\":\"payment_intent\","
                     + "\"status\":\"succeeded\",\"metadata\":{}}}}";
@@ -773,10 +773,10 @@ class OpenApiContractTest {
         String chargeId = succeededCharge();
         check(Call.createRefund(chargeId, newKey(), "{}").without("Authorization"), 401);
         check(Call.listRefunds(chargeId).without("Authorization"), 401);
-        check(Call.getRefund("rfd_anything").without("Authorization"), 401);
+        check(Call.getRefund("rfd_" + "a".repeat(24)).without("Authorization"), 401);
         check(Call.createRefund(chargeId, newKey(), "{}").header("Accept", "text/plain"), 406);
         check(Call.listRefunds(chargeId).header("Accept", "text/plain"), 406);
-        check(Call.getRefund("rfd_anything").header("Accept", "text/plain"), 406);
+        check(Call.getRefund("rfd_" + "a".repeat(24)).header("Accept", "text/plain"), 406);
         Call big = Call.createRefund(chargeId, newKey(), "{\"metadata\": {\"k\": \"" + "x".repeat(70 * 1024) + "\"}}");
         assertEquals("body_too_large", check(big, 413).json().get("error").get("code").asText());
         check(Call.createRefund(chargeId, newKey(), "amount=1").header("Content-Type", "text/plain"), 415);
@@ -797,6 +797,49 @@ class OpenApiContractTest {
         assertEquals("stripe_outcome_unknown", check(refund, 503).json().get("error").get("code").asText());
         check(refund, 201);
         assertEquals(1, stripe.refundsFor(dev.chargeonce.testing.TestClients.ACME, key).size());
+    }
+
+    // ---- what the HTTP server answers before the service runs ---------------------------------------------------
+
+    @Test
+    @Order(90)
+    void everyOperationDocumentsTheHttpServersBare414And431() throws Exception {
+        URI base = URI.create(root.toString());
+        contract.getPaths().forEach((template, item) -> item.readOperationsMap().forEach((method, operation) -> {
+            String path = template.replace("{id}", "chg_" + "a".repeat(24));
+            Call call = new Call(Request.Method.valueOf(method.name()), template, path, null);
+            try {
+                Answer uriTooLong = rawAnswer(base, method.name() + " " + path + "?pad=" + "p".repeat(8_000) + " HTTP/1.1\r\nHost: x\r\n"
+                        + "Connection: close\r\n\r\n");
+                validate(call, uriTooLong, 414);
+                Answer headersTooLarge = rawAnswer(base, method.name() + " " + path + " HTTP/1.1\r\nHost: x\r\nX-Pad: "
+                        + "p".repeat(30_000) + "\r\nConnection: close\r\n\r\n");
+                validate(call, headersTooLarge, 431);
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }));
+    }
+
+    /** A request's head as given, over a plain socket; the answer as received (HTTP/1.0 status lines too). */
+    static Answer rawAnswer(URI base, String head) throws IOException {
+        byte[] received;
+        try (Socket socket = new Socket(base.getHost(), base.getPort())) {
+            socket.setSoTimeout(15_000);
+            socket.getOutputStream().write(head.getBytes(StandardCharsets.ISO_8859_1));
+            socket.getOutputStream().flush();
+            received = socket.getInputStream().readAllBytes();
+        }
+        String text = new String(received, StandardCharsets.ISO_8859_1);
+        int endOfHead = text.indexOf("\r\n\r\n");
+        assertTrue(endOfHead > 0, "no HTTP answer: " + text);
+        String[] lines = text.substring(0, endOfHead).split("\r\n");
+        Map<String, List<String>> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+        for (int i = 1; i < lines.length; i++) {
+            int colon = lines[i].indexOf(':');
+            headers.computeIfAbsent(lines[i].substring(0, colon).trim(), name -> new ArrayList<>()).add(lines[i].substring(colon + 1).trim());
+        }
+        return new Answer(Integer.parseInt(lines[0].split(" ")[1]), headers, text.substring(endOfHead + 4));
     }
 
     // ---- coverage: documented == produced ------------------------------------------------------------------------
