@@ -31,16 +31,6 @@ public final class StripeKeys {
         return Fingerprint.sha256Hex("refund\n" + clientId + '\n' + idempotencyKey).substring(0, 48);
     }
 
-    /** The Stripe idempotency key of a refund: its own namespace, so a client may use one key for both. */
-    public static String deriveRefund(String clientId, IdempotencyKey key, int attempt) {
-        return "chargeonce-refund-" + refundIdentity(clientId, key.value()) + "-a" + attempt;
-    }
-
-    /** The stable identity of a refund at Stripe (its {@code chargeonce_key} metadata), from (client, refund key). */
-    public static String refundIdentity(String clientId, String idempotencyKey) {
-        return Fingerprint.sha256Hex("refund\n" + clientId + '\n' + idempotencyKey).substring(0, 48);
-    }
-
     /**
      * The stable identity of a charge at Stripe: a hash of (client, Idempotency-Key), the same for every row that
      * key ever has (a row lost with a failover and claimed again included). The key itself never leaves the service.
