@@ -83,6 +83,17 @@ public class Chaos {
     static final String WEBHOOK_SECRET = "whsec_chaos_current";
     static final String WEBHOOK_SECRETS = "whsec_chaos_previous," + WEBHOOK_SECRET;
     static final String GLOBEX_KEY = "sk_globex_9876543210";
+    /**
+     * The event types the service follows: the webhook endpoint's subscription (README "Webhooks") and what its
+     * catch-up lists (EventCatchUp: ChargeStripeSide's and RefundStripeSide's eventTypes()). Every such event Stripe
+     * made must reach the inbox. The stand-in also makes {@code payment_intent.created}, which no subscription names
+     * and the catch-up does not list, and delivers every event it makes: one of those the inbox lacks is reported,
+     * not counted.
+     */
+    static final List<String> PAYMENT_INTENT_EVENTS = List.of("payment_intent.succeeded", "payment_intent.payment_failed",
+            "payment_intent.canceled", "payment_intent.processing", "payment_intent.requires_action");
+    static final List<String> REFUND_EVENTS = List.of("refund.created", "refund.updated", "refund.failed",
+            "charge.refund.updated", "charge.refunded");
     static final PrintStream OUT = System.out;
     static final Set<Process> CHILDREN = ConcurrentHashMap.newKeySet();
     static Path work;
@@ -126,7 +137,8 @@ public class Chaos {
         List<String> failures = new ArrayList<>();
         int exit = 0;
         if (real.violations() > real.refundViolations()) {
-            failures.add("chargeonce charged twice, lost a payment, answered inconsistently or let a charge's state differ from Stripe's ("
+            failures.add("chargeonce charged twice, lost a payment, answered inconsistently, let a charge's state differ from Stripe's"
+                    + " or never recorded an event ("
                     + (real.violations() - real.refundViolations())
                     + " violations); evidence in " + results.resolve("chargeonce-audit.txt"));
             exit = 1;
@@ -175,10 +187,10 @@ public class Chaos {
         if (real.refundsAudited) {
             verdict.append(real.refundSummary()).append('\n');
         }
-        if (real.otherEventsNeverRecorded > 0) {
-            verdict.append("NOTE: ").append(real.otherEventsNeverRecorded).append(" refund events Stripe made never reached the")
-                    .append(" service's inbox (their deliveries failed; the catch-up lists payment_intent.* events only):")
-                    .append(" reported, not counted as violations.\n");
+        if (real.unfollowedEventsNeverRecorded > 0) {
+            verdict.append("NOTE: ").append(real.unfollowedEventsNeverRecorded).append(" events of a type the service does not")
+                    .append(" follow (payment_intent.created) never reached its inbox (every delivery failed; no subscription")
+                    .append(" names the type and the catch-up does not list it): reported, not counted as violations.\n");
         }
         OUT.print(verdict);
         Files.writeString(results.resolve("report.md"), table + "\n" + verdict);
@@ -675,27 +687,42 @@ public class Chaos {
             }
         }
 
-        /** Every event the stand-in made (its Events API, page after page): id -> type, newest first. */
-        Map<String, String> events() throws IOException {
-            return events("");
-        }
+        /** The events listed so far: id -> type, oldest first (the stand-in only ever adds events, newest on top). */
+        private final Map<String, String> eventsSeen = new LinkedHashMap<>();
+        /** The object each listed event names (its data.object.id): a PaymentIntent or a refund. */
+        final Map<String, String> eventObjects = new ConcurrentHashMap<>();
 
-        /** The events of the types {@code typeFilter} selects ({@code &types[]=payment_intent.*}; "" for all). */
-        Map<String, String> events(String typeFilter) throws IOException {
-            Map<String, String> events = new LinkedHashMap<>();
+        /**
+         * Every event the stand-in made (its Events API, page after page, no filter): id -> type. Pages from the
+         * newest until an event listed by an earlier call, so the settle phase can ask every 2 s.
+         */
+        synchronized Map<String, String> events() throws IOException {
+            Map<String, String> fresh = new LinkedHashMap<>();
             String after = null;
+            paging:
             while (true) {
-                Map<?, ?> page = (Map<?, ?>) Json.parse(api("/v1/events?limit=100" + typeFilter
+                Map<?, ?> page = (Map<?, ?>) Json.parse(api("/v1/events?limit=100"
                         + (after == null ? "" : "&starting_after=" + after)));
                 List<?> data = (List<?>) page.get("data");
                 for (Object o : data) {
                     after = (String) ((Map<?, ?>) o).get("id");
-                    events.put(after, (String) ((Map<?, ?>) o).get("type"));
+                    if (eventsSeen.containsKey(after)) {
+                        break paging;
+                    }
+                    fresh.put(after, (String) ((Map<?, ?>) o).get("type"));
+                    if (((Map<?, ?>) o).get("data") instanceof Map<?, ?> d && d.get("object") instanceof Map<?, ?> object
+                            && object.get("id") instanceof String objectId) {
+                        eventObjects.put(after, objectId);
+                    }
                 }
                 if (!Boolean.TRUE.equals(page.get("has_more")) || data.isEmpty()) {
-                    return events;
+                    break;
                 }
             }
+            List<Map.Entry<String, String>> oldestFirst = new ArrayList<>(fresh.entrySet());
+            Collections.reverse(oldestFirst);
+            oldestFirst.forEach(e -> eventsSeen.put(e.getKey(), e.getValue()));
+            return Collections.unmodifiableMap(new LinkedHashMap<>(eventsSeen));
         }
 
         void stop() {
@@ -1290,7 +1317,8 @@ public class Chaos {
 
         /**
          * Waits (up to --state-timeout, 150 s) until the charges' states have settled: every customer acted, every
-         * event Stripe made is recorded by the service (delivered, or found by its catch-up), no accepted charge is
+         * event Stripe made of a type the service follows (PaymentIntents' and refunds') is recorded by the service
+         * (delivered, or found by its catch-up), no accepted charge is
          * still requires_action or processing (abandoned 3-D Secure is canceled by the sync worker after the
          * requires-action expiry), and every charge's state equals its PaymentIntent's at Stripe. What is still
          * left at the deadline is audited as it is.
@@ -1316,18 +1344,39 @@ public class Chaos {
                 left.add(toAct + " customers still to authenticate");
             }
             try {
-                // The PaymentIntent events: the catch-up lists those only (refund events are audited apart).
-                long made = stripe.events("&types%5B%5D=payment_intent.*").size();
+                // The events of the types the service follows (PaymentIntents' and refunds'): delivered, or found by
+                // the catch-up, which runs every catch-up-interval on each instance (30 s after its start first).
+                Map<String, String> made = stripe.events();
                 Map<String, Intent> ledger = new java.util.HashMap<>();
                 for (Intent pi : Audit.parseLedger(stripe.get("/_sandbox/ledger"))) {
                     ledger.put(pi.id(), pi);
                 }
                 try (Connection c = Audit.connect(variant); Statement st = c.createStatement()) {
-                    try (ResultSet rs = st.executeQuery("SELECT count(*) FROM stripe_events WHERE type LIKE 'payment\\_intent.%'")) {
-                        rs.next();
-                        if (rs.getLong(1) < made) {
-                            left.add((made - rs.getLong(1)) + " of Stripe's " + made + " PaymentIntent events not recorded");
+                    Set<String> recorded = new java.util.HashSet<>();
+                    try (ResultSet rs = st.executeQuery("SELECT id FROM stripe_events")) {
+                        while (rs.next()) {
+                            recorded.add(rs.getString(1));
                         }
+                    }
+                    long paymentIntentEvents = 0;
+                    long paymentIntentMissing = 0;
+                    long refundEvents = 0;
+                    long refundMissing = 0;
+                    for (Map.Entry<String, String> e : made.entrySet()) {
+                        boolean missing = !recorded.contains(e.getKey());
+                        if (PAYMENT_INTENT_EVENTS.contains(e.getValue())) {
+                            paymentIntentEvents++;
+                            paymentIntentMissing += missing ? 1 : 0;
+                        } else if (REFUND_EVENTS.contains(e.getValue())) {
+                            refundEvents++;
+                            refundMissing += missing ? 1 : 0;
+                        }
+                    }
+                    if (paymentIntentMissing > 0) {
+                        left.add(paymentIntentMissing + " of Stripe's " + paymentIntentEvents + " PaymentIntent events not recorded");
+                    }
+                    if (refundMissing > 0) {
+                        left.add(refundMissing + " of Stripe's " + refundEvents + " refund events not recorded");
                     }
                     int pending = 0;
                     int differ = 0;
@@ -2205,7 +2254,7 @@ public class Chaos {
         long eventsMade, standInDelivered, standInFailedTries;
         long deliveries, deliveriesAcknowledged, duplicatesAcknowledged, deliveriesFailed, deliveriesUnreachable, deliveriesRefused;
         long inboxRecorded, inboxFromWebhook, inboxFromCatchUp, inboxApplied, inboxIgnored, inboxUnknown;
-        long eventsNeverRecorded, otherEventsNeverRecorded, unknownOfKnownCharge, unknownWhileRowLost, unknownOfNoRow;
+        long eventsNeverRecorded, refundEventsNeverRecorded, unfollowedEventsNeverRecorded, unknownOfKnownCharge, unknownWhileRowLost, unknownOfNoRow;
         long statesCompared, stateMismatches, statesBackwards, stateReads, stateReadsOk, stateReadsNotFound;
         final Map<String, Long> finalStates = new TreeMap<>();
         // Refunds: chargeonce only (the naive control has none).
@@ -2243,7 +2292,8 @@ public class Chaos {
                     + rowDisagreesWithStripe + orphanIntents + rowsNotTerminal + rowsMissing + replayMismatches
                     + rowAnswerMismatches + answersOfUnknownRows + conflictsCharged + neverFinal + unexpectedFinal
                     + readsNotFound + readsDiffering
-                    + stateMismatches + statesBackwards + unknownOfKnownCharge + eventsNeverRecorded + deliveriesRefused
+                    + stateMismatches + statesBackwards + unknownOfKnownCharge + eventsNeverRecorded + refundEventsNeverRecorded
+                    + deliveriesRefused
                     + refundViolations();
         }
 
@@ -2326,13 +2376,13 @@ public class Chaos {
                     "REFUND ROW HOLDS ANOTHER ANSWER", "REFUND ROW/STRIPE DISAGREE", "RESERVATION DIFFERS FROM REFUNDS",
                     "REFUND KEY REUSE ACCEPTED", "UNEXPECTED REFUND ANSWER", "UNKNOWN EVENT OF A KNOWN REFUND",
                     "CHARGE STATE DIFFERS FROM STRIPE", "CHARGE STATE MOVED BACKWARDS", "UNKNOWN EVENT OF A KNOWN CHARGE",
-                    "EVENT NEVER RECORDED", "WEBHOOK REFUSED",
+                    "EVENT NEVER RECORDED", "REFUND EVENT NEVER RECORDED", "WEBHOOK REFUSED",
                     "REPLAY DIFFERS", "ANSWER AFTER LOST ROW DIFFERS", "ANSWER OF AN UNKNOWN ROW", "ROW HOLDS ANOTHER ANSWER",
                     "KEY REUSE ACCEPTED", "READ AFTER SUCCESS NOT FOUND", "READ AFTER SUCCESS DIFFERS", "NO FINAL ANSWER",
                     "ROW MISSING", "ROW NOT TERMINAL", "UNEXPECTED FINAL ANSWER", "ORPHAN PAYMENTINTENT",
                     "PARKED AFTER LOST COMMIT", "RECOVERED AFTER LOST COMMIT", "READ OF A DELETED ROW",
                     "UNKNOWN EVENT WHILE THE ROW WAS LOST", "CUSTOMER TOO LATE", "REFUND PARKED", "REFUND OF A LOST CHARGE ROW",
-                    "REFUND EVENT NEVER RECORDED")) {
+                    "UNFOLLOWED EVENT NEVER RECORDED")) {
                 List<String> examples = evidence.get(kind);
                 if (examples != null) {
                     out.append("== ").append(kind).append(" (first ").append(examples.size()).append(")\n");
@@ -3120,21 +3170,35 @@ public class Chaos {
                 }
             }
 
-            // Every event Stripe made is in the inbox: delivered, or found by the catch-up.
-            // Refund events are reported apart: the catch-up lists payment_intent.* events only
-            // (StripeGateway.listPaymentIntentEvents), the endpoint's subscription in README "Webhooks", so a refund
-            // event whose deliveries all failed is never recorded (the sync worker follows a pending refund by id).
+            // Every event Stripe made of a type the service follows is in the inbox: delivered, or found by the
+            // catch-up, which lists those types (EventCatchUp), PaymentIntents' and refunds' alike. An event of
+            // another type (payment_intent.created: no subscription names it, the catch-up does not list it) is
+            // reported when the inbox lacks it, not counted.
+            int missedWithLogs = 0;
             for (Map.Entry<String, String> e : run.stripe.events().entrySet()) {
                 if (recorded.contains(e.getKey())) {
                     continue;
                 }
-                if (String.valueOf(e.getValue()).startsWith("payment_intent.")) {
+                String objectId = run.stripe.eventObjects.get(e.getKey());
+                if (PAYMENT_INTENT_EVENTS.contains(e.getValue())) {
                     a.eventsNeverRecorded++;
-                    a.note("EVENT NEVER RECORDED", e.getKey() + " " + e.getValue() + " (Stripe made it; the service's inbox does not have it)");
+                    StateRow row = objectId == null ? null : rowByPaymentIntent.get(objectId);
+                    a.note("EVENT NEVER RECORDED", e.getKey() + " " + e.getValue() + " of PaymentIntent " + objectId
+                            + (row == null ? "" : " of charge " + row.id()) + " (Stripe made it; the service's inbox does not have it)"
+                            + eventsOf(eventsByObject, objectId, t0)
+                            + (missedWithLogs++ < 10 ? logLines(e.getKey(), objectId, row == null ? null : row.id()) : ""));
+                } else if (REFUND_EVENTS.contains(e.getValue())) {
+                    a.refundEventsNeverRecorded++;
+                    StripeRefund sr = objectId == null ? null : a.stripeRefundById.get(objectId);
+                    RefundRow refundRow = sr == null || sr.identity() == null ? null : a.refundRowByIdentity.get(sr.identity());
+                    a.note("REFUND EVENT NEVER RECORDED", e.getKey() + " " + e.getValue() + " of refund " + objectId
+                            + (refundRow == null ? "" : " of refund row " + refundRow) + " (Stripe made it; the service's inbox does not have it)"
+                            + eventsOf(eventsByObject, objectId, t0)
+                            + (missedWithLogs++ < 10 ? logLines(e.getKey(), objectId, refundRow == null ? null : refundRow.id()) : ""));
                 } else {
-                    a.otherEventsNeverRecorded++;
-                    a.note("REFUND EVENT NEVER RECORDED", e.getKey() + " " + e.getValue()
-                            + " (delivered never, or only while the instances failed it; the catch-up does not list it)");
+                    a.unfollowedEventsNeverRecorded++;
+                    a.note("UNFOLLOWED EVENT NEVER RECORDED", e.getKey() + " " + e.getValue()
+                            + " (a type the endpoint does not subscribe to and the catch-up does not list; its deliveries all failed)");
                 }
             }
         }
@@ -3334,8 +3398,10 @@ public class Chaos {
             metrics.put("**charges whose final state differs from Stripe's**", x -> !x.webhooks ? "–" : x.stateMismatches);
             metrics.put("**charge states that moved backwards**", x -> !x.webhooks ? "–" : x.statesBackwards);
             metrics.put("**unknown events of a charge the database has**", x -> !x.webhooks ? "–" : x.unknownOfKnownCharge);
-            metrics.put("**Stripe events the service never recorded** (payment_intent.*) / refund events never recorded (not caught up)",
-                    x -> !x.webhooks ? "–" : x.eventsNeverRecorded + " / " + x.otherEventsNeverRecorded);
+            metrics.put("**Stripe events the service never recorded**: PaymentIntents' / refunds'", x -> !x.webhooks ? "–"
+                    : x.eventsNeverRecorded + " / " + x.refundEventsNeverRecorded);
+            metrics.put("events of types the service does not follow never recorded (payment_intent.created; not violations)",
+                    x -> !x.webhooks ? "–" : x.unfollowedEventsNeverRecorded);
             metrics.put("**webhook deliveries refused (4xx)**", x -> !x.webhooks ? "–" : x.deliveriesRefused);
             metrics.put("**verdict**", x -> x.violations() == 0 ? "no duplicate, no loss" : x.violations() + " violations");
             StringBuilder out = new StringBuilder("| | ");
