@@ -55,18 +55,31 @@ public class OperationDriver {
     static final String HISTORY_UNKNOWN = "history_unknown";
 
     private final IdempotencyStore store;
+    private final dev.chargeonce.stripe.StripeGateway stripe;
     private final StripeConfig stripeConfig;
     private final IdempotencyConfig idempotencyConfig;
     private final OperationMetrics metrics;
     private final Map<Operation, StripeSide<?>> sides = new EnumMap<>(Operation.class);
 
     OperationDriver(IdempotencyStore store, Instance<StripeSide<?>> sides, StripeConfig stripeConfig,
-                    IdempotencyConfig idempotencyConfig, OperationMetrics metrics) {
+                    IdempotencyConfig idempotencyConfig, OperationMetrics metrics, dev.chargeonce.stripe.StripeGateway stripe) {
+        this.stripe = stripe;
         this.store = store;
         this.stripeConfig = stripeConfig;
         this.idempotencyConfig = idempotencyConfig;
         this.metrics = metrics;
         sides.forEach(side -> this.sides.put(side.operation(), side));
+    }
+
+    /**
+     * When a duplicate should come back: about when the first request is done (the recent p95 of a Stripe call,
+     * plus a little for the two statements around it), never later than the first one's lease runs out (then it
+     * can be taken over) and at least a second (Retry-After counts in whole seconds).
+     */
+    private Duration inFlightRetryAfter(Duration leaseLeft) {
+        Duration expected = stripe.recentCallDuration(0.95).map(p95 -> p95.plusMillis(200)).orElse(Duration.ofSeconds(1));
+        Duration answer = expected.compareTo(leaseLeft) < 0 ? expected : leaseLeft;
+        return answer.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : answer;
     }
 
     /** Drives a row taken over by the recovery worker: its request is read back from the row. */
@@ -108,7 +121,7 @@ public class OperationDriver {
             }
             case Claim.InFlight inFlight -> {
                 metrics.conflict(op);
-                yield RetryLaterAnswers.inFlight(inFlight.retryAfter());
+                yield RetryLaterAnswers.inFlight(inFlightRetryAfter(inFlight.retryAfter()));
             }
             case Claim.Mismatch mismatch -> {
                 metrics.mismatch(op);

@@ -72,6 +72,43 @@ public class StripeGateway {
     private final StripeClients clients;
     private final StripeConfig config;
     private final Map<Operation, Circuit> circuits = new java.util.EnumMap<>(Operation.class);
+    private final RecentDurations recentCalls = new RecentDurations(256);
+
+    /**
+     * How long this instance's recent Stripe calls took, at quantile {@code q} (0 to 1), over the last 256 calls,
+     * tries and retries included; empty before the first. What a request that finds its key in flight may expect
+     * to wait for the first one.
+     */
+    public Optional<Duration> recentCallDuration(double q) {
+        return recentCalls.quantile(q);
+    }
+
+    /** The last {@code size} durations, in a ring; quantiles over them on demand (a 409 is rare enough). */
+    static final class RecentDurations {
+        private final long[] nanos;
+        private int next;
+        private int filled;
+
+        RecentDurations(int size) {
+            this.nanos = new long[size];
+        }
+
+        synchronized void record(long durationNanos) {
+            nanos[next] = durationNanos;
+            next = (next + 1) % nanos.length;
+            filled = Math.min(filled + 1, nanos.length);
+        }
+
+        synchronized Optional<Duration> quantile(double q) {
+            if (filled == 0) {
+                return Optional.empty();
+            }
+            long[] sorted = java.util.Arrays.copyOf(nanos, filled);
+            java.util.Arrays.sort(sorted);
+            int index = (int) Math.min(filled - 1, Math.ceil(q * filled) - 1);
+            return Optional.of(Duration.ofNanos(sorted[Math.max(0, index)]));
+        }
+    }
 
     private final MeterRegistry metrics;
     private final Timer createLatency;
@@ -221,7 +258,7 @@ public class StripeGateway {
         } catch (StripeException e) {
             outcome = new StripeOutcome.Unknown(e.getClass().getSimpleName() + ": " + e.getMessage(), false);
         } finally {
-            sample.stop(latency);
+            recentCalls.record(sample.stop(latency));
         }
         long sinceNanos = log.sinceLastPossibleExecutionNanos();
         return new StripeCall(outcome, sinceNanos < 0 ? null : Duration.ofNanos(sinceNanos), log.tries());
