@@ -24,21 +24,31 @@ public class ApiKeyFilter {
     }
 
     private final ClientRegistry clients;
+    private final FailedAuthentications failures;
 
-    ApiKeyFilter(ClientRegistry clients) {
+    ApiKeyFilter(ClientRegistry clients, FailedAuthentications failures) {
         this.clients = clients;
+        this.failures = failures;
     }
 
     @ServerRequestFilter(preMatching = true, priority = jakarta.ws.rs.Priorities.AUTHENTICATION)
-    public void authenticate(ContainerRequestContext request) {
+    public void authenticate(ContainerRequestContext request, io.vertx.core.http.HttpServerRequest connection) {
         String path = request.getUriInfo().getPath();
         // Stripe's webhooks carry no API key: they are signed, and checked by the webhook endpoint itself.
         if (!path.startsWith("/v1/") || path.startsWith(WEBHOOKS)) {
             return;
         }
+        String address = connection.remoteAddress() == null ? "unknown" : connection.remoteAddress().hostAddress();
+        failures.blocked(address).ifPresent(wait -> {
+            throw FailedAuthentications.tooMany(wait);
+        });
         String header = request.getHeaderString("Authorization");
         String token = header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : null;
-        String clientId = clients.authenticate(token).orElseThrow(() -> new ApiException(401, "authentication_error",
+        java.util.Optional<String> authenticated = clients.authenticate(token);
+        if (authenticated.isEmpty()) {
+            failures.failed(address);
+        }
+        String clientId = authenticated.orElseThrow(() -> new ApiException(401, "authentication_error",
                 "invalid_api_key", "Provide a valid API key as 'Authorization: Bearer <key>'.", null, null));
         request.setProperty(CLIENT_ID, clientId);
         // Log context: who is calling, never with what key. The idempotency key appears only as a hash prefix.

@@ -34,8 +34,11 @@ public class OperatorFilter {
     }
 
     private final Map<String, byte[]> passwordHashByName = new HashMap<>();
+    private final FailedAuthentications failures;
 
-    OperatorFilter(@ConfigProperty(name = "chargeonce.auth.operators", defaultValue = " ") String operators) {
+    OperatorFilter(@ConfigProperty(name = "chargeonce.auth.operators", defaultValue = " ") String operators,
+                   FailedAuthentications failures) {
+        this.failures = failures;
         for (String entry : operators.split(",")) {
             String trimmed = entry.trim();
             if (trimmed.isEmpty()) {
@@ -51,12 +54,20 @@ public class OperatorFilter {
     }
 
     @ServerRequestFilter(preMatching = true, priority = jakarta.ws.rs.Priorities.AUTHENTICATION)
-    public void authenticate(ContainerRequestContext request) {
+    public void authenticate(ContainerRequestContext request, io.vertx.core.http.HttpServerRequest connection) {
         String path = request.getUriInfo().getPath();
         if (!isOperatorPath(path)) {
             return;
         }
-        String operator = operatorOf(request.getHeaderString("Authorization")).orElseThrow(() -> new ApiException(401,
+        String address = connection.remoteAddress() == null ? "unknown" : connection.remoteAddress().hostAddress();
+        failures.blocked(address).ifPresent(wait -> {
+            throw FailedAuthentications.tooMany(wait);
+        });
+        Optional<String> signedIn = operatorOf(request.getHeaderString("Authorization"));
+        if (signedIn.isEmpty()) {
+            failures.failed(address);
+        }
+        String operator = signedIn.orElseThrow(() -> new ApiException(401,
                 "authentication_error", "operator_credentials_required",
                 "Operators sign in with HTTP Basic (chargeonce.auth.operators); API keys do not open the console.", null, null));
         request.setProperty(OPERATOR, operator);

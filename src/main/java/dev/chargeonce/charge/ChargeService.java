@@ -37,9 +37,12 @@ public class ChargeService {
     private final OperationMetrics metrics;
     private final Admission admission;
     private final StripeGateway stripe;
+    private final dev.chargeonce.tenant.CustomerOwnership customers;
 
     ChargeService(IdempotencyStore store, OperationDriver driver, ChargeStripeSide side, StripeConfig stripeConfig,
-                  OperationMetrics metrics, Admission admission, StripeGateway stripe) {
+                  OperationMetrics metrics, Admission admission, StripeGateway stripe,
+                  dev.chargeonce.tenant.CustomerOwnership customers) {
+        this.customers = customers;
         this.store = store;
         this.driver = driver;
         this.side = side;
@@ -50,6 +53,9 @@ public class ChargeService {
     }
 
     public KeyAnswer charge(String clientId, IdempotencyKey key, ChargeRequest request) {
+        if (request.customer() != null) {
+            customers.check(clientId, request.customer()); // another client's customer is refused before any claim
+        }
         String canonical = request.canonicalJson();
         NewIntent intent = new NewIntent(Operation.CHARGE, newChargeId(), clientId, key, Fingerprint.of(METHOD, PATH, canonical),
                 canonical, request.amount(), request.currency(), StripeKeys.identity(clientId, key.value()));

@@ -228,6 +228,22 @@ public final class StripeSandbox implements AutoCloseable {
         return made;
     }
 
+    /** Customers, by id, as their JSON (id, object, metadata): what a merchant created in Stripe beforehand. */
+    private final Map<String, String> customers = new ConcurrentHashMap<>();
+
+    private Response createCustomer(Map<String, String> form) {
+        String id = "cus_" + randomId(14);
+        StringBuilder metadata = new StringBuilder();
+        form.forEach((k, v) -> {
+            if (k.startsWith("metadata[") && k.endsWith("]")) {
+                metadata.append(metadata.length() == 0 ? "" : ",").append(quote(k.substring(9, k.length() - 1))).append(':').append(quote(v));
+            }
+        });
+        String json = "{\"id\":" + quote(id) + ",\"object\":\"customer\",\"metadata\":{" + metadata + "}}";
+        customers.put(id, json);
+        return Response.json(200, json);
+    }
+
     /** Removes one PaymentIntent from everything the API shows. */
     public synchronized boolean forget(String id) {
         PaymentIntent gone = intents.remove(id);
@@ -526,6 +542,14 @@ public final class StripeSandbox implements AutoCloseable {
         if (method.equals("POST") && path.startsWith("/v1/payment_intents/") && path.endsWith("/cancel")) {
             return cancel(path.substring("/v1/payment_intents/".length(), path.length() - "/cancel".length()));
         }
+        if (method.equals("POST") && path.equals("/v1/customers")) {
+            return createCustomer(parseForm(body));
+        }
+        if (method.equals("GET") && path.startsWith("/v1/customers/")) {
+            String customer = customers.get(path.substring("/v1/customers/".length()));
+            return customer != null ? Response.json(200, customer) : Response.json(404, error("invalid_request_error", "resource_missing",
+                    "No such customer: '" + path.substring("/v1/customers/".length()) + "'", "id"));
+        }
         if (method.equals("GET") && path.equals("/v1/events")) {
             String page = webhooks.list(query);
             return page != null ? Response.json(200, page) : Response.json(400, error("invalid_request_error", "parameter_invalid",
@@ -573,6 +597,15 @@ public final class StripeSandbox implements AutoCloseable {
                     webhooks.redeliverAll();
                 }
                 return Response.json(200, webhooks.stats());
+            }
+            case "/_sandbox/customers" -> {
+                // A customer with a chosen id (tests that need a long or a known one), named for a client or not.
+                String id = query.getOrDefault("id", "cus_" + randomId(14));
+                String client = query.get("client");
+                String json = "{\"id\":" + quote(id) + ",\"object\":\"customer\",\"metadata\":{"
+                        + (client == null ? "" : "\"chargeonce_client_id\":" + quote(client)) + "}}";
+                customers.put(id, json);
+                return Response.json(200, json);
             }
             case "/_sandbox/forget_seeded" -> {
                 return Response.json(200, "{\"forgotten\":" + forgetSeeded() + "}");

@@ -550,6 +550,24 @@ public class StripeGateway {
         });
     }
 
+    /**
+     * The client a Customer names in its metadata ({@code chargeonce_client_id}); empty when Stripe has no such
+     * customer or it names none.
+     */
+    public Optional<String> customerClient(String customerId) {
+        try {
+            com.stripe.model.Customer customer = clients.client().v1().customers().retrieve(customerId);
+            return Optional.ofNullable(customer.getMetadata() == null ? null : customer.getMetadata().get("chargeonce_client_id"));
+        } catch (InvalidRequestException e) {
+            if (e.getStatusCode() != null && e.getStatusCode() == 404) {
+                return Optional.empty();
+            }
+            throw new LookupFailedException("retrieving customer " + customerId + " failed: " + e.getMessage(), e);
+        } catch (StripeException e) {
+            throw new LookupFailedException("retrieving customer " + customerId + " failed: " + e.getMessage(), e);
+        }
+    }
+
     /** A PaymentIntent by id; empty when Stripe has none with that id. */
     public Optional<StripeRecord> paymentIntentRecord(String id) {
         return retrieved("PaymentIntent " + id, () -> record(clients.client().v1().paymentIntents().retrieve(id)));

@@ -336,6 +336,7 @@ class OpenApiContractTest {
         key.setCharAt(254, 'Z');
         Call create = Call.createCharge(key.toString(), body);
         assertSpecAccepts(create);
+        stripe.customer("cus_" + "C".repeat(251), dev.chargeonce.testing.TestClients.ACME); // the client's own customer
         check(create, 201);
     }
 
@@ -825,6 +826,26 @@ class OpenApiContractTest {
         assertEquals("stripe_outcome_unknown", check(refund, 503).json().get("error").get("code").asText());
         check(refund, 201);
         assertEquals(1, stripe.refundsFor(dev.chargeonce.testing.TestClients.ACME, key).size());
+    }
+
+    @Test
+    @Order(91)
+    void anAddressThatKeepsFailingAuthenticationIs429OnEveryAuthenticatedOperation() {
+        // An address of its own (X-Forwarded-For, trusted in the test profile), so that no other test is locked out.
+        String address = "203.0.113." + (1 + new java.util.Random().nextInt(250));
+        int limit = org.eclipse.microprofile.config.ConfigProvider.getConfig().getValue("chargeonce.auth.throttle.failures", Integer.class);
+        for (int i = 0; i < limit; i++) {
+            check(Call.listCharges().header("Authorization", "Bearer sk_guess_" + i).header("X-Forwarded-For", address), 401);
+        }
+        String charge = "chg_" + "a".repeat(24);
+        List<Call> all = List.of(Call.createCharge(newKey(), VISA), Call.listCharges(), Call.getCharge(charge),
+                Call.createRefund(charge, newKey(), "{}"), Call.listRefunds(charge), Call.getRefund("rfd_" + "a".repeat(24)));
+        for (Call call : all) {
+            Answer blocked = check(call.header("X-Forwarded-For", address), 429);
+            assertEquals("too_many_failed_authentications", blocked.json().get("error").get("code").asText());
+            assertTrue(Integer.parseInt(blocked.header("Retry-After")) >= 1);
+        }
+        check(Call.listCharges().header("X-Forwarded-For", "203.0.113.251"), 200); // another address is not blocked
     }
 
     // ---- what the HTTP server answers before the service runs ---------------------------------------------------

@@ -166,7 +166,7 @@ class RequestPropertiesTest {
                 headers.add(header("Accept", accept));
             }
             Collections.shuffle(headers, gen.random);
-            long stripeBefore = stripe.apiRequests();
+            long stripeBefore = stripe.createRequests();
             Answer answer;
             String target;
             byte[] body = null;
@@ -190,7 +190,7 @@ class RequestPropertiesTest {
             boolean stripeAsked = answer.status() == 201 || answer.status() == 202 || answer.status() == 402
                     || (answer.status() == 400 && answer.body().contains("\"charge\":"));
             if (!stripeAsked) {
-                assertEquals(stripeBefore, stripe.apiRequests(), what + ": a refused request never reaches Stripe: " + answer);
+                assertEquals(stripeBefore, stripe.createRequests(), what + ": a refused request never makes anything at Stripe: " + answer);
             }
         }
         System.out.printf("request properties: %d generated requests (seed %d), answers by status %s%n", HOSTILE_CASES, seed, byStatus);

@@ -132,6 +132,12 @@ public final class SandboxControl {
         }
     }
 
+    /** A Customer at Stripe with this id, naming {@code clientId} in its metadata (null: naming no client). */
+    public JsonNode customer(String id, String clientId) {
+        return post("/_sandbox/customers?id=" + java.net.URLEncoder.encode(id, java.nio.charset.StandardCharsets.UTF_8)
+                + (clientId == null ? "" : "&client=" + clientId));
+    }
+
     /** Stripe loses a PaymentIntent (for reconciliation's "missing at Stripe"). */
     public void forget(String paymentIntentId) {
         post("/_sandbox/payment_intents/" + paymentIntentId + "/forget");
