@@ -158,6 +158,17 @@ public class BenchTool {
                     placeholders.get("REFUND").put(r.group(1), value(r.group(2)));
                     placeholders.get("CHARGE").put(r.group(1), value(r.group(3)));
                 }
+                // EXTRAS: Operation.X, new OperationSql(returning, release, advanceGuard, keep), as Sql.of fills them
+                String part = "(\"[^\"]*\"|\\w+)";
+                Matcher x = Pattern.compile("Operation\\.(CHARGE|REFUND), new OperationSql\\(\\s*" + part + ",\\s*" + part + ",\\s*"
+                        + part + ",\\s*" + part + "\\)").matcher(java);
+                while (x.find()) {
+                    Map<String, String> values = placeholders.get(x.group(1));
+                    values.put("returning", value(x.group(2)));
+                    values.put("release", value(x.group(3)));
+                    values.put("advance_guard", value(x.group(4)));
+                    values.put("keep", value(x.group(5)));
+                }
             }
 
             private String value(String expression) {

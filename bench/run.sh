@@ -7,6 +7,8 @@
 #   --with-10m     growth scenario also at 10 million rows (adds about 6 minutes: an 8 GB bulk load)
 #   --quick        smoke run: 3 s per measurement (refunds included), growth up to 100k rows only
 #   --out DIR      where raw results and report.md go (default bench/results/<timestamp>)
+#   --profile      after the warm-up, profile the service with async-profiler (CPU and allocations, flame graphs
+#                  as HTML in the results) under new charges and under replays at concurrency 32, then stop
 #
 # It starts, on 127.0.0.1 only, a fresh PostgreSQL 15 (synchronous_commit=on), the Stripe stand-in in its own
 # process, the packaged service and the pass-through baseline, drives them with wrk over real HTTP (charges and
@@ -19,6 +21,7 @@ cd "$ROOT"
 source bench/lib.sh
 
 DURATION=10
+PROFILE=0
 WITH_10M=0
 QUICK=0
 OUT=""
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     --with-10m) WITH_10M=1; shift ;;
     --quick) QUICK=1; DURATION=3; shift ;;
     --out) OUT="$2"; shift 2 ;;
+    --profile) PROFILE=1; shift ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
@@ -243,6 +247,33 @@ wrk_refunds warmup-svc-refunds "$SVC_PORT" 16 "$(( WARMUP / 2 ))" new svc "$OUT/
 wrk_refunds warmup-svc-refund-replay "$SVC_PORT" 16 "$(( WARMUP / 3 ))" replay svc
 wrk_refunds warmup-pt-refunds "$PT_PORT" 16 "$(( WARMUP / 2 ))" new pt "$OUT/warmup-refunds.pool"
 stripe_reset 0
+
+# ---- profiles (--profile): where the service's CPU and allocations go, as flame graphs -------------------------
+if [ "$PROFILE" = 1 ]; then
+  PROFILER_DIR="$ROOT/target/async-profiler"
+  if [ ! -f "$PROFILER_DIR/linux-x64/libasyncProfiler.so" ]; then
+    ./mvnw -B -ntp -q dependency:copy -Dartifact=tools.profiler:async-profiler:4.1 -DoutputDirectory="$PROFILER_DIR"
+    (cd "$PROFILER_DIR" && unzip -q -o async-profiler-4.1.jar 'linux-x64/*')
+  fi
+  AGENT="$PROFILER_DIR/linux-x64/libasyncProfiler.so"
+  profile() { # profile <name> <event> <mode> [replay rows]: one run of wrk on the service with the profiler attached
+    local name="$1" event="$2" mode="$3"
+    # (quoted inside: jcmd would read "start,event=..." as a named argument "start,event" and drop it)
+    jcmd "$SVC_PID" JVMTI.agent_load "$AGENT" "\"start,event=$event,interval=1ms\"" >/dev/null
+    stripe_reset 0
+    wrk_run "$name" "$SVC_PORT" 32 "$DURATION" "$mode" "${4:-1000}"
+    jcmd "$SVC_PID" JVMTI.agent_load "$AGENT" "\"dump,collapsed,file=$OUT/stacks-$name.txt\"" >/dev/null
+    jcmd "$SVC_PID" JVMTI.agent_load "$AGENT" "\"stop,file=$OUT/flame-$name.html\"" >/dev/null
+    [ -s "$OUT/flame-$name.html" ] || die "the profiler wrote no flame graph for $name"
+    log "  flame graph: $OUT/flame-$name.html"
+  }
+  log "profiles: new charges and replays at concurrency 32, $DURATION s each (CPU, then allocations)"
+  profile charges-cpu cpu new
+  profile replays-cpu cpu replay $(( REPLAY_POOL / 10 ))
+  profile charges-alloc alloc new
+  profile replays-alloc alloc replay $(( REPLAY_POOL / 10 ))
+  exit 0
+fi
 
 # ---- references: pgbench ------------------------------------------------------------------------------------------
 log "reference (a): pgbench, the service's claim + finish, and its replay read; the same for refunds"
