@@ -42,7 +42,7 @@ public class ChargeResource {
         }
         IdempotencyKey key = IdempotencyKey.parse(idempotencyKey);
         ChargeRequest charge = ChargeRequestParser.parse(body == null ? new byte[0] : body);
-        return charges.charge(ApiKeyFilter.clientId(request), key, charge).toResponse();
+        return charges.charge(ApiKeyFilter.clientId(request), key, charge).toResponse(idempotencyKey);
     }
 
     @GET

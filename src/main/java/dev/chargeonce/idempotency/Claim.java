@@ -13,8 +13,13 @@ public sealed interface Claim {
     record TakenOver(ClaimedIntent intent) implements Claim {
     }
 
-    /** The key is finished: answer what was answered the first time. */
-    record Replay(StoredAnswer answer) implements Claim {
+    /**
+     * The key is finished: answer what was answered the first time.
+     *
+     * @param firstSeen  when the key was first claimed (the original request)
+     * @param finishedAt when its answer was stored (the key is kept for a while after it)
+     */
+    record Replay(StoredAnswer answer, java.time.Instant firstSeen, java.time.Instant finishedAt) implements Claim {
     }
 
     /** Another request holds a live lease on the key. */

@@ -25,6 +25,11 @@ public interface IdempotencyConfig {
     @WithDefault("180d")
     Duration refundWindow();
 
+    /** How long a finished key is kept (and replayed) after its answer: the longer of the retention and the refund window. */
+    default Duration keptFor() {
+        return refundWindow().compareTo(retention()) > 0 ? refundWindow() : retention();
+    }
+
     /** Rows the retention job deletes per statement; small, so that no lock is held for long. */
     @WithDefault("500")
     int retentionBatchSize();

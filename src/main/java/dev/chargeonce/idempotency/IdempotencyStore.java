@@ -35,7 +35,7 @@ public class IdempotencyStore {
     /** Columns read back by every statement that hands a row to its holder or to a retry. */
     private static final String COLUMNS = """
             x.id, x.client_id, x.idempotency_key, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
-            x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at,
+            x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at, x.finished_at,
             x.stripe_key_first_sent, x.stripe_key_last_sent, x.{o} AS object_id, x.pending_checks, clock_timestamp() AS db_now,
             (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
             ceil(extract(epoch FROM (x.lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms""";
@@ -589,7 +589,8 @@ public class IdempotencyStore {
             return Optional.of(new Claim.Mismatch());
         }
         if (row.status != IntentStatus.PROCESSING) {
-            return Optional.of(new Claim.Replay(new StoredAnswer(row.responseStatus, row.responseBody)));
+            return Optional.of(new Claim.Replay(new StoredAnswer(row.responseStatus, row.responseBody), row.createdAt.toInstant(),
+                    row.finishedAt == null ? row.createdAt.toInstant() : row.finishedAt.toInstant()));
         }
         if (row.needsReconciliation) {
             return Optional.of(new Claim.UnderReconciliation());
@@ -1078,6 +1079,20 @@ public class IdempotencyStore {
         }) == 1;
     }
 
+    /** What a client's key holds now, for the key status endpoint: its row, read by the unique index. */
+    public record KeyStatus(String rowId, IntentStatus status, boolean parked, Instant firstSeen, Instant finishedAt,
+                            long leaseLeftMillis, int stripeAttempt) {
+    }
+
+    public Optional<KeyStatus> keyStatus(Operation op, String clientId, IdempotencyKey key, Duration keyHorizon) {
+        return queryOne(sql(op).peek(), ps -> {
+            ps.setLong(1, keyHorizon.toMillis());
+            ps.setString(2, clientId);
+            ps.setString(3, key.value());
+        }).map(row -> new KeyStatus(row.id, row.status, row.needsReconciliation, row.createdAt.toInstant(),
+                row.finishedAt == null ? null : row.finishedAt.toInstant(), row.leaseLeftMillis, row.stripeAttempt));
+    }
+
     /** The data source of the idempotency path, for callers that read charges from the primary. */
     public AgroalDataSource primary() {
         return primary;
@@ -1154,7 +1169,7 @@ public class IdempotencyStore {
     private record Row(boolean fresh, String id, String clientId, String idempotencyKey, String fingerprint, String request, long amount,
                        String currency, IntentStatus status, int leaseGeneration, int stripeAttempt,
                        String lastStripeError, boolean needsReconciliation, int responseStatus, String responseBody,
-                       Timestamp createdAt, Timestamp stripeKeyFirstSent, Timestamp stripeKeyLastSent, String objectId,
+                       Timestamp createdAt, Timestamp finishedAt, Timestamp stripeKeyFirstSent, Timestamp stripeKeyLastSent, String objectId,
                        int pendingChecks, Timestamp databaseNow, boolean beyondHorizon, long leaseLeftMillis, long acquired) {
 
         static Row read(ResultSet rs, long acquired) throws SQLException {
@@ -1163,7 +1178,7 @@ public class IdempotencyStore {
                     IntentStatus.fromColumn(rs.getString("status")), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"),
                     rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
                     rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
-                    rs.getTimestamp("stripe_key_first_sent"), rs.getTimestamp("stripe_key_last_sent"),
+                    rs.getTimestamp("finished_at"), rs.getTimestamp("stripe_key_first_sent"), rs.getTimestamp("stripe_key_last_sent"),
                     rs.getString("object_id"), rs.getInt("pending_checks"), rs.getTimestamp("db_now"),
                     rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"), acquired);
         }

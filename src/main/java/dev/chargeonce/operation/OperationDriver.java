@@ -117,7 +117,7 @@ public class OperationDriver {
             }
             case Claim.Replay replay -> {
                 metrics.replay(op);
-                yield KeyAnswer.replay(replay.answer());
+                yield KeyAnswer.replay(replay.answer(), replay.firstSeen(), replay.finishedAt().plus(idempotencyConfig.keptFor()));
             }
             case Claim.InFlight inFlight -> {
                 metrics.conflict(op);
@@ -369,7 +369,7 @@ public class OperationDriver {
         if (state.parked()) {
             return RetryLaterAnswers.underReconciliation(intent.operation());
         }
-        return state.answer().map(KeyAnswer::replay).orElseGet(() -> RetryLaterAnswers.inFlight(RETRY_SOON));
+        return state.answer().map(answer -> KeyAnswer.replay(answer, null, null)).orElseGet(() -> RetryLaterAnswers.inFlight(RETRY_SOON));
     }
 
     /**

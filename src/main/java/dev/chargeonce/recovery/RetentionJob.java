@@ -53,7 +53,7 @@ public class RetentionJob {
         try {
             int total = 0;
             // A charge can be refunded for the refund window: charges and their refunds are kept that long too.
-            Duration age = config.refundWindow().compareTo(config.retention()) > 0 ? config.refundWindow() : config.retention();
+            Duration age = config.keptFor();
             // Refunds first: a charge is kept while it has refunds, so that a refund's key never outlives its charge.
             for (Operation op : new Operation[] {Operation.REFUND, Operation.CHARGE}) {
                 for (int i = 0; i < MAX_BATCHES_PER_PASS; i++) {

@@ -40,7 +40,7 @@ public class ChargeRefundsResource {
         }
         IdempotencyKey key = IdempotencyKey.parse(idempotencyKey);
         RefundRequest refund = RefundRequest.parse(body == null ? new byte[0] : body);
-        return refunds.refund(ApiKeyFilter.clientId(request), chargeId, key, refund).toResponse();
+        return refunds.refund(ApiKeyFilter.clientId(request), chargeId, key, refund).toResponse(idempotencyKey);
     }
 
     @GET

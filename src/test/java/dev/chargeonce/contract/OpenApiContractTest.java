@@ -102,6 +102,7 @@ class OpenApiContractTest {
     static final String WEBHOOKS = "/v1/webhooks/stripe";
     static final String CHARGE_REFUNDS = "/v1/charges/{id}/refunds";
     static final String REFUND = "/v1/refunds/{id}";
+    static final String KEY = "/v1/idempotency-keys/{key}";
     static final String VISA = "{\"amount\": 1000, \"currency\": \"usd\", \"payment_method\": \"pm_card_visa\", "
             + "\"metadata\": {\"order_id\": \"O-123\"}}";
 
@@ -174,7 +175,7 @@ class OpenApiContractTest {
         // Annotation scanning is off (application.properties), so nothing is merged into the contract: the served
         // document is the file, operation for operation, status for status, schema for schema.
         assertEquals(fileTree, servedTree, "/q/openapi does not serve openapi.yaml as it is");
-        assertEquals(Set.of(CHARGES, CHARGE, CHARGE_REFUNDS, REFUND, WEBHOOKS), fieldNames(servedTree.get("paths")));
+        assertEquals(Set.of(CHARGES, CHARGE, CHARGE_REFUNDS, REFUND, KEY, WEBHOOKS), fieldNames(servedTree.get("paths")));
         assertEquals(Set.of("post", "get"), fieldNames(servedTree.get("paths").get(CHARGE_REFUNDS)));
         assertEquals(Set.of("get"), fieldNames(servedTree.get("paths").get(REFUND)));
         assertEquals(Set.of("post"), fieldNames(servedTree.get("paths").get(WEBHOOKS)));
@@ -623,6 +624,7 @@ class OpenApiContractTest {
             check(Call.createRefund(id, newKey(), "{}"), 503);
             check(Call.listRefunds(id), 503);
             check(Call.getRefund("rfd_" + "a".repeat(24)), 503);
+            check(Call.getKey("any-key"), 503);
             String event = "{\"id\":\"evt_dbdown" + newKey().substring(0, 8) + "\",\"object\":\"event\",\"created\":1,"
                     + "\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"pi_x\",\"object\":\"payment_intent\","
                     + "\"status\":\"succeeded\",\"metadata\":{}}}}";
@@ -839,13 +841,29 @@ class OpenApiContractTest {
         }
         String charge = "chg_" + "a".repeat(24);
         List<Call> all = List.of(Call.createCharge(newKey(), VISA), Call.listCharges(), Call.getCharge(charge),
-                Call.createRefund(charge, newKey(), "{}"), Call.listRefunds(charge), Call.getRefund("rfd_" + "a".repeat(24)));
+                Call.createRefund(charge, newKey(), "{}"), Call.listRefunds(charge), Call.getRefund("rfd_" + "a".repeat(24)), Call.getKey("k"));
         for (Call call : all) {
             Answer blocked = check(call.header("X-Forwarded-For", address), 429);
             assertEquals("too_many_failed_authentications", blocked.json().get("error").get("code").asText());
             assertTrue(Integer.parseInt(blocked.header("Retry-After")) >= 1);
         }
         check(Call.listCharges().header("X-Forwarded-For", "203.0.113.251"), 200); // another address is not blocked
+    }
+
+    @Test
+    @Order(87)
+    void aKeysStatusIsReadableByItsClientOnly() {
+        String key = "status/" + newKey() + " with spaces";
+        String charge = check(Call.createCharge(key, VISA), 201).json().get("id").asText();
+        Answer status = check(Call.getKey(key), 200);
+        assertEquals("completed", status.json().get("status").asText());
+        assertEquals(charge, status.json().get("charge").asText());
+        assertEquals(key, status.json().get("key").asText());
+        check(Call.getKey(key).header("Authorization", "Bearer " + GLOBEX_KEY), 404);
+        check(Call.getKey("never-" + newKey()), 404);
+        assertEquals("operation", check(Call.getKey(key).query("operation", "payout"), 400).json().get("error").get("param").asText());
+        check(Call.getKey(key).without("Authorization"), 401);
+        check(Call.getKey(key).header("Accept", "text/plain"), 406);
     }
 
     // ---- what the HTTP server answers before the service runs ---------------------------------------------------
@@ -855,7 +873,7 @@ class OpenApiContractTest {
     void everyOperationDocumentsTheHttpServersBare414And431() throws Exception {
         URI base = URI.create(root.toString());
         contract.getPaths().forEach((template, item) -> item.readOperationsMap().forEach((method, operation) -> {
-            String path = template.replace("{id}", "chg_" + "a".repeat(24));
+            String path = template.replace("{id}", "chg_" + "a".repeat(24)).replace("{key}", "k");
             Call call = new Call(Request.Method.valueOf(method.name()), template, path, null);
             try {
                 Answer uriTooLong = rawAnswer(base, method.name() + " " + path + "?pad=" + "p".repeat(8_000) + " HTTP/1.1\r\nHost: x\r\n"
@@ -1147,6 +1165,11 @@ class OpenApiContractTest {
 
         static Call getRefund(String id) {
             return new Call(Request.Method.GET, REFUND, "/v1/refunds/" + id, null);
+        }
+
+        /** GET the key's status; the key percent-encoded into the path. */
+        static Call getKey(String key) {
+            return new Call(Request.Method.GET, KEY, "/v1/idempotency-keys/" + URLEncoder.encode(key, StandardCharsets.UTF_8).replace("+", "%20"), null);
         }
 
         static Call getCharge(String id) {
