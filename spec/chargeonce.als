@@ -1139,16 +1139,19 @@ pred fault {
   or (some h: Holder | some h.hrow' and h.hrow' != h.hrow and h not in HSettled' and after settledNow[h.hrow'])
 }
 
-pred fair {
+pred fairButNoRecovery {
   eventually always not fault
   -- Stripe answers every request that reached it (or drops it) at some point
   all q: Req | always (q in busy implies eventually q not in busy)
   -- every drive ends (an answer, a release, a park, a lost lease), and a driver reads the reply it got
   all h: Holder | always (some h.hrow implies eventually no h.hrow)
+}
+pred recoveryRuns {
   -- the recovery worker runs: a processing row that nobody drives is taken over at some point
   all r: Row | always ((r in live and r.status = Processing and r not in Parked and no hrow.r)
                        implies eventually (some hrow.r or r not in live or r.status != Processing or r in Parked))
 }
+pred fair { fairButNoRecovery and recoveryRuns }
 
 -- Every row ends: a final answer (completed, failed, accepted), or parked for an operator.
 pred everyRowEnds {
@@ -1181,14 +1184,24 @@ check ChargeAnswersTrue { currentDesign implies always (completedNamesStripes an
 check NothingMadeIsTrue { currentDesign implies always nothingMadeIsTrue }
   for 2 but 1 ChargeKey, 0 RefundKey, 2 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 0
 
-check RefundsWithinCharge { currentDesign implies always refundsSafe }
-  for 3 but 1 ChargeKey, 2 RefundKey, 3 Row, 2 Holder, 2 Req, 3 Obj, 1 Attempt, 1 Body, 5..5 steps expect 0
+check RefundsWithinCharge { currentDesign implies always (refundsSafe and neverBackwards) }
+  for 3 but 1 ChargeKey, 2 RefundKey, 3 Row, 1 Holder, 1 Req, 3 Obj, 1 Attempt, 1 Body, 4..4 steps expect 0
 
 check NeverBackwards { currentDesign implies always neverBackwards }
-  for 2 but 1 ChargeKey, 1 RefundKey, 2 Row, 2 Holder, 2 Req, 3 Obj, 1 Attempt, 1 Body, 6..6 steps expect 0
+  for 2 but 1 ChargeKey, 0 RefundKey, 2 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 0
 
 check EveryRowEnds { (currentDesign and fair) implies everyRowEnds }
   for 2 but 1 ChargeKey, 0 RefundKey, 1 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 0
+
+-- Fairness is not contradictory: there are fair traces in which a row is processing (without this, EveryRowEnds
+-- could hold because no fair trace exists at all).
+check FairTracesExist { not (currentDesign and fair and eventually some status.Processing) }
+  for 2 but 1 ChargeKey, 0 RefundKey, 1 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 1
+
+-- Liveness can fail: without the recovery worker, a row whose driver crashed (and whose client gave up) stays
+-- processing for ever.
+check EveryRowEndsNeedsRecovery { (currentDesign and fairButNoRecovery) implies everyRowEnds }
+  for 2 but 1 ChargeKey, 0 RefundKey, 1 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 1
 
 -- The old rules put back: each must find its double charge (two succeeded PaymentIntents for one key).
 -- A row lost after the charge (OldKeyRule): the retry's new row has another id, so Stripe answers its key with

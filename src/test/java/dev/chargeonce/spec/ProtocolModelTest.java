@@ -1,6 +1,5 @@
 package dev.chargeonce.spec;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -59,6 +58,8 @@ class ProtocolModelTest {
         CHECKS.put("RefundsWithinCharge", 0);
         CHECKS.put("NeverBackwards", 0);
         CHECKS.put("EveryRowEnds", 0);
+        CHECKS.put("FairTracesExist", 1);
+        CHECKS.put("EveryRowEndsNeedsRecovery", 1);
         CHECKS.put("OldKeyRuleDoubleCharges", 1);
         CHECKS.put("OldAbsenceRuleDoubleCharges", 1);
         CHECKS.put("SearchInsteadOfListDoubleCharges", 1);
@@ -69,7 +70,7 @@ class ProtocolModelTest {
         assertTrue(Files.isRegularFile(ALLOY), ALLOY + " is missing: it is copied by the maven-dependency-plugin (process-test-resources)");
         String solver = System.getProperty("chargeonce.alloy.solver", "sat4j");
         List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xss16m", "-Xmx1g", "-jar", ALLOY.toString(), "exec", "-f", "-q", "-s", solver, "-t", "none", "-o", OUT.toString(),
+                "-Xss16m", "-Xmx1g", "--enable-native-access=ALL-UNNAMED", "-jar", ALLOY.toString(), "exec", "-f", "-q", "-s", solver, "-t", "text", "-o", OUT.toString(),
                 MODEL.toString());
         Path log = Files.createDirectories(Path.of("target")).resolve("alloy-exec.log");
         long started = System.nanoTime();
@@ -79,7 +80,8 @@ class ProtocolModelTest {
             fail("Alloy did not finish within 15 minutes; see " + log);
         }
         String output = Files.readString(log, StandardCharsets.UTF_8);
-        assertEquals(0, alloy.exitValue(), "Alloy failed:\n" + output);
+        // Alloy exits with 1 when a check does not meet its expect: the receipt says which, and is read below.
+        assertTrue(Files.isRegularFile(OUT.resolve("receipt.json")), "Alloy wrote no receipt (exit " + alloy.exitValue() + "):\n" + output);
         System.out.printf("Alloy (%s) ran every check in %d s%n", solver, TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started));
 
         JsonNode receipt = new ObjectMapper().readTree(OUT.resolve("receipt.json").toFile());
@@ -96,7 +98,8 @@ class ProtocolModelTest {
             for (JsonNode s : check.path("solution")) {
                 millis += s.path("duration").asLong();
             }
-            int expects = check.path("expects").asInt(-1);
+            // The receipt leaves out an "expects" of 0 (and writes -1 for a command without expect).
+            int expects = check.has("expects") ? check.path("expects").asInt() : 0;
             System.out.printf("  %-8s %-38s expect %2d  %s%n", check.path("type").asText(), name, expects,
                     counterexample ? "SAT (counterexample found)" : "UNSAT (none within the bounds)");
             Integer wanted = CHECKS.get(name);
@@ -108,7 +111,7 @@ class ProtocolModelTest {
                 wrong.add(name + ": the model says expect " + expects + ", this test expects " + wanted);
             } else if (counterexample != (wanted == 1)) {
                 wrong.add(name + (wanted == 1
-                        ? ": the old rule put back should produce a counterexample, and none was found: the model no longer sees that double charge"
+                        ? ": expected a counterexample (an old rule put back, or a trace that must exist), and none was found: the model no longer sees it"
                         : ": COUNTEREXAMPLE FOUND, see " + OUT + " (" + name + "-solution-0.*)"));
             }
         }
