@@ -55,11 +55,7 @@ public class ChargeResource {
     @GET
     @RunOnVirtualThread
     public Response list(@Context ContainerRequestContext request) {
-        return Response.ok(queries.list(ApiKeyFilter.clientId(request), limit(request))).build();
+        return Response.ok(queries.list(ApiKeyFilter.clientId(request), request.getUriInfo().getQueryParameters())).build();
     }
 
-    /** {@code limit}, read raw: an empty or repeated one is refused, not defaulted or first-wins. */
-    private static int limit(ContainerRequestContext request) {
-        return ChargeQueries.parseLimit(request.getUriInfo().getQueryParameters().get("limit"));
-    }
 }

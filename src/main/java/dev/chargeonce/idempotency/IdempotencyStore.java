@@ -15,6 +15,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 
@@ -894,6 +895,61 @@ public class IdempotencyStore {
                 found.add(chargeRecord(rs));
             }
         });
+        return found;
+    }
+
+    /** The state a charge shows (as GET does), in SQL: Stripe's once known, else by the key's answer. */
+    private static final String SHOWN_CHARGE_STATUS = "coalesce(charge_status, CASE status WHEN 'completed' THEN 'succeeded' "
+            + "WHEN 'failed' THEN 'failed' ELSE 'processing' END)";
+
+    /**
+     * A page of the client's charges (cursors, creation bounds, status), newest first, at most {@code limit + 1}
+     * rows (the one more says whether there is more). Rides on the client's (client_id, created_at, id) index.
+     */
+    public List<ChargeRecord> listCharges(AgroalDataSource source, String clientId, ChargePage page) {
+        StringBuilder where = new StringBuilder("client_id = ?");
+        List<Object> args = new ArrayList<>();
+        args.add(clientId);
+        if (page.startingAfter() != null) {
+            where.append(" AND (created_at, id) < (?, ?)");
+            args.add(OffsetDateTime.ofInstant(page.startingAfter().created(), ZoneOffset.UTC));
+            args.add(page.startingAfter().id());
+        }
+        if (page.endingBefore() != null) {
+            where.append(" AND (created_at, id) > (?, ?)");
+            args.add(OffsetDateTime.ofInstant(page.endingBefore().created(), ZoneOffset.UTC));
+            args.add(page.endingBefore().id());
+        }
+        if (page.createdGte() != null) {
+            where.append(" AND created_at >= ?");
+            args.add(OffsetDateTime.ofInstant(page.createdGte(), ZoneOffset.UTC));
+        }
+        if (page.createdLte() != null) {
+            where.append(" AND created_at < ?");
+            args.add(OffsetDateTime.ofInstant(page.createdLte().plusSeconds(1), ZoneOffset.UTC)); // the whole second
+        }
+        if (page.status() != null) {
+            where.append(" AND ").append(SHOWN_CHARGE_STATUS).append(" = ?");
+            args.add(page.status());
+        }
+        // Before a cursor means the nearest newer ones: read upwards, then turn the page around.
+        boolean upwards = page.endingBefore() != null;
+        String sql = "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE " + where
+                + (upwards ? " ORDER BY created_at ASC, id ASC" : " ORDER BY created_at DESC, id DESC") + " LIMIT ?";
+        args.add(page.limit() + 1);
+        List<ChargeRecord> found = new ArrayList<>();
+        run(source, sql, ps -> {
+            for (int i = 0; i < args.size(); i++) {
+                ps.setObject(i + 1, args.get(i));
+            }
+        }, rs -> {
+            while (rs.next()) {
+                found.add(chargeRecord(rs));
+            }
+        });
+        if (upwards) {
+            Collections.reverse(found); // newest first; the row past the page (if any) is now the first
+        }
         return found;
     }
 
