@@ -53,7 +53,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
 
 # ---- build what is missing ------------------------------------------------------------------------------------
 SERVICE_JAR=target/quarkus-app/quarkus-run.jar
-SANDBOX_JAR=target/quarkus-app/app/chargeonce-1.0.0-SNAPSHOT.jar
+SANDBOX_JAR=target/chargeonce-1.0.0-SNAPSHOT-sandbox.jar   # the Stripe sandbox: not in the prod package
 PASSTHROUGH_JAR=bench/passthrough/target/quarkus-app/quarkus-run.jar
 if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$SANDBOX_JAR" ]; then
   log "building the service package"
