@@ -27,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * There is no Docker engine to build {@code src/main/docker/Dockerfile.jvm} with, so this checks what a build would
  * trip over, after {@code package} (failsafe): every COPY source exists in the build context and together they
  * carry the whole fast-jar, the user is numeric and not root, the base is a pinned Java 21+ runtime, EXPOSE is the
- * HTTP port, and the entry jar is where the image's run-java.sh will look. And what the image carries is the prod
+ * HTTP port and the management port, and the entry jar is where the image's run-java.sh will look. And what the image carries is the prod
  * package only: no PostgreSQL server binaries, no Stripe sandbox, no dev database launcher.
  */
 class DockerfileIT {
@@ -52,8 +52,10 @@ class DockerfileIT {
     @Test
     void dockerfileBuildsFromThePackagedApplication() throws IOException {
         assertTrue(Files.isRegularFile(FAST_JAR.resolve("quarkus-run.jar")), FAST_JAR + " is missing: this test runs after `package`");
-        int httpPort = QuarkusProperties.load(QuarkusProperties.APPLICATION_PROPERTIES, "prod").value("quarkus.http.port").map(Integer::parseInt).orElse(8080);
-        assertEquals(List.of(), problems(Files.readString(DOCKERFILE), BUILD_CONTEXT, httpPort));
+        QuarkusProperties prod = QuarkusProperties.load(QuarkusProperties.APPLICATION_PROPERTIES, "prod");
+        int httpPort = prod.value("quarkus.http.port").map(Integer::parseInt).orElse(8080);
+        int managementPort = prod.value("quarkus.management.port").map(Integer::parseInt).orElse(9000);
+        assertEquals(List.of(), problems(Files.readString(DOCKERFILE), BUILD_CONTEXT, httpPort, managementPort));
     }
 
     @Test
@@ -66,11 +68,11 @@ class DockerfileIT {
                 USER root
                 ENV JAVA_APP_JAR="/deployments/quarkus-run.jar"
                 """;
-        List<String> problems = problems(broken, BUILD_CONTEXT, 8080);
+        List<String> problems = problems(broken, BUILD_CONTEXT, 8080, 9000);
         for (String expected : List.of("not-there", "does not carry app", "Java 17", "pinned", "EXPOSE", "numeric", "JAVA_APP_JAR", "JAVA_OPTS_APPEND")) {
             assertTrue(problems.stream().anyMatch(p -> p.contains(expected)), "expected a problem about '" + expected + "' in " + problems);
         }
-        assertTrue(problems(broken.replace("USER root", "USER 0"), BUILD_CONTEXT, 8080).stream().anyMatch(p -> p.contains("must not be root")));
+        assertTrue(problems(broken.replace("USER root", "USER 0"), BUILD_CONTEXT, 8080, 9000).stream().anyMatch(p -> p.contains("must not be root")));
     }
 
     @Test
@@ -151,7 +153,7 @@ class DockerfileIT {
     }
 
     /** The problems of a Dockerfile (empty: fine), with its COPY sources resolved against the build context. */
-    static List<String> problems(String dockerfile, Path context, int httpPort) {
+    static List<String> problems(String dockerfile, Path context, int httpPort, int managementPort) {
         List<String> problems = new ArrayList<>();
         List<Instruction> instructions = instructions(dockerfile);
 
@@ -214,8 +216,8 @@ class DockerfileIT {
 
         List<String> exposed = instructions.stream().filter(i -> i.keyword().equals("EXPOSE"))
                 .flatMap(i -> Stream.of(i.arguments().split("\\s+"))).map(p -> p.replace("/tcp", "")).toList();
-        if (!exposed.equals(List.of(Integer.toString(httpPort)))) {
-            problems.add("EXPOSE " + exposed + " must be exactly quarkus.http.port " + httpPort);
+        if (!exposed.equals(List.of(Integer.toString(httpPort), Integer.toString(managementPort)))) {
+            problems.add("EXPOSE " + exposed + " must be exactly quarkus.http.port " + httpPort + " and quarkus.management.port " + managementPort);
         }
 
         Map<String, String> env = new LinkedHashMap<>();
@@ -231,8 +233,10 @@ class DockerfileIT {
         if (!jarDirectory.equals(copyDestinations.get(jarName))) {
             problems.add("JAVA_APP_JAR " + appJar + " is not where COPY puts " + jarName + " (" + copyDestinations.get(jarName) + ")");
         }
-        if (!env.getOrDefault("JAVA_OPTS_APPEND", "").contains("-Dquarkus.http.host=0.0.0.0")) {
-            problems.add("JAVA_OPTS_APPEND must make Quarkus listen on 0.0.0.0 inside the container");
+        for (String host : List.of("quarkus.http.host", "quarkus.management.host")) {
+            if (!env.getOrDefault("JAVA_OPTS_APPEND", "").contains("-D" + host + "=0.0.0.0")) {
+                problems.add("JAVA_OPTS_APPEND must make Quarkus listen on 0.0.0.0 inside the container (-D" + host + "=0.0.0.0)");
+            }
         }
         return problems;
     }
