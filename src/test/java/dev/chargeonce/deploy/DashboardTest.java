@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chargeonce.testing.Management;
 import dev.chargeonce.testing.PostgresAndSandbox;
 import io.quarkus.test.common.TestResourceScope;
 import io.quarkus.test.common.WithTestResource;
@@ -77,7 +78,7 @@ class DashboardTest {
             given().header("Authorization", "Bearer " + ACME_KEY).header("Idempotency-Key", refundKey)
                     .contentType(ContentType.JSON).body(refund).post("/v1/charges/" + charge + "/refunds").then().statusCode(201);
         }
-        String exported = given().get("/q/metrics").then().statusCode(200).extract().asString();
+        String exported = Management.given().get("/q/metrics").then().statusCode(200).extract().asString();
         Set<String> names = exported.lines().filter(l -> !l.startsWith("#") && !l.isBlank())
                 .map(l -> l.replaceAll("[{ ].*", "")).collect(Collectors.toCollection(TreeSet::new));
         Set<String> missing = new TreeSet<>();

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.stripe.StripeKeys;
+import dev.chargeonce.testing.Management;
 import dev.chargeonce.testing.PostgresAndSandbox;
 import dev.chargeonce.testing.SandboxControl;
 import io.agroal.api.AgroalDataSource;
@@ -153,7 +154,7 @@ class ReconciliationTest {
             Map<String, Object> duplicate = findingAbout("duplicate_payment_intents", StripeKeys.identity(ACME, key));
             assertNotNull(duplicate, "two payments for one key");
             assertEquals(charge, duplicate.get("rowId"));
-            String metrics = given().get("/q/metrics").then().extract().asString();
+            String metrics = Management.given().get("/q/metrics").then().extract().asString();
             assertTrue(metrics.lines().anyMatch(l -> l.startsWith("chargeonce_reconciliation_open_findings{kind=\"duplicate_payment_intents\"")
                     && !l.endsWith(" 0.0")), "the duplicates gauge counts it");
         } finally {
