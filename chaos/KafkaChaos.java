@@ -22,6 +22,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -49,7 +50,7 @@ public final class KafkaChaos {
         Duration duration = Duration.ofSeconds(Long.parseLong(opts.getOrDefault("duration", "45s").replace("s", "")));
         long seed = Long.parseLong(opts.getOrDefault("seed", Long.toString(System.currentTimeMillis())));
         int minKills = Integer.parseInt(opts.getOrDefault("min-kills", "3"));
-        int minRebalances = Integer.parseInt(opts.getOrDefault("min-group-changes", "5"));
+        int minRebalances = Integer.parseInt(opts.getOrDefault("min-group-changes", "8"));
         Path work = Path.of(opts.getOrDefault("work", "target/kafka-chaos"));
         System.exit(new KafkaChaos(duration, seed, minKills, minRebalances, work).run());
     }
@@ -61,6 +62,26 @@ public final class KafkaChaos {
     final int minGroupChanges;
     final Path work;
     final List<String> violations = new ArrayList<>();
+    final AtomicInteger kills = new AtomicInteger();
+    final AtomicInteger groupChanges = new AtomicInteger();
+
+    /** An instance slot of the group; busy while it restarts, joins or leaves in the background. */
+    static final class Member {
+        volatile ServiceProcess process;
+        volatile boolean busy;
+
+        Member(ServiceProcess process) {
+            this.process = process;
+        }
+    }
+
+    static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
 
     KafkaChaos(Duration duration, long seed, int minKills, int minGroupChanges, Path work) {
         this.duration = duration;
@@ -87,55 +108,74 @@ public final class KafkaChaos {
             kafka.createTopics(3, "results");
             kafka.createTopics(1, "dead-letters");
             Map<String, String> config = serviceConfig(jdbc, stripe, broker);
-            List<ServiceProcess> members = new ArrayList<>();
-            members.add(ServiceProcess.start("kafka-chaos-a", config));
-            members.add(ServiceProcess.start("kafka-chaos-b", config));
-            ServiceProcess joiner = null;
+            List<Member> members = new ArrayList<>();
+            members.add(new Member(ServiceProcess.start("kafka-chaos-a", config)));
+            members.add(new Member(ServiceProcess.start("kafka-chaos-b", config)));
+            Member joiner = new Member(null);   // the third member: absent, joining, present, leaving
 
             Producer producer = new Producer(kafka, new Random(seed + 1));
             Thread producing = Thread.ofPlatform().name("producer").start(producer);
-            int kills = 0;
-            int groupChanges = 0;
+            List<CompletableFuture<Void>> pending = new ArrayList<>();
+            java.util.concurrent.ExecutorService background = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor();
             long end = System.nanoTime() + duration.toNanos();
             while (System.nanoTime() < end) {
-                Thread.sleep(2_000 + random.nextInt(3_000));
-                int action = random.nextInt(4);
-                if (action == 0 || action == 1) {
-                    // kill -9 a member, sometimes while Stripe is slow (between the claim and the answer)
+                Thread.sleep(1_500 + random.nextInt(2_500));
+                int action = random.nextInt(5);
+                List<Member> idle = new ArrayList<>(members.stream().filter(m -> !m.busy).toList());
+                if (!joiner.busy && joiner.process != null) {
+                    idle.add(joiner);
+                }
+                if (action <= 2 && !idle.isEmpty()) {
+                    // kill -9 a member, half of the times while Stripe is slow (between the claim and the answer);
+                    // it restarts in the background (a restart takes 5-20 s here) while the chaos goes on
                     if (random.nextBoolean()) {
                         stripe.setLatencyMillis(1_500);
                         Thread.sleep(800);
                     }
-                    ServiceProcess victim = members.get(random.nextInt(members.size()));
-                    victim.kill9();
+                    Member victim = idle.get(random.nextInt(idle.size()));
+                    victim.busy = true;
+                    victim.process.kill9();
                     stripe.setLatencyMillis(random.nextInt(200));
-                    kills++;
-                    groupChanges++;
-                    log("kill -9 " + victim.pid() + " (" + kills + " kills)");
-                    Thread.sleep(500 + random.nextInt(1_500));
-                    victim.startProcess();
-                    groupChanges++;
-                    log("restarted it as " + victim.pid());
-                } else if (action == 2 && joiner == null) {
-                    joiner = ServiceProcess.start("kafka-chaos-c", config);
-                    groupChanges++;
-                    log("a third member joined: " + joiner.pid());
-                } else if (joiner != null) {
-                    int code = joiner.terminate(Duration.ofSeconds(40));
-                    groupChanges++;
-                    log("the third member left (SIGTERM, exit " + code + ")");
-                    joiner.close();
-                    joiner = null;
+                    kills.incrementAndGet();
+                    groupChanges.incrementAndGet();
+                    log("kill -9 " + victim.process.pid() + " (" + kills.get() + " kills)");
+                    long pause = 500 + random.nextInt(1_500);
+                    pending.add(CompletableFuture.runAsync(() -> {
+                        sleep(pause);
+                        victim.process.startProcess();
+                        groupChanges.incrementAndGet();
+                        log("restarted it as " + victim.process.pid());
+                        victim.busy = false;
+                    }, background));
+                } else if (action == 3 && !joiner.busy && joiner.process == null) {
+                    joiner.busy = true;
+                    pending.add(CompletableFuture.runAsync(() -> {
+                        joiner.process = ServiceProcess.start("kafka-chaos-c", config);
+                        groupChanges.incrementAndGet();
+                        log("a third member joined: " + joiner.process.pid());
+                        joiner.busy = false;
+                    }, background));
+                } else if (action == 4 && !joiner.busy && joiner.process != null) {
+                    joiner.busy = true;
+                    pending.add(CompletableFuture.runAsync(() -> {
+                        int code = joiner.process.terminate(Duration.ofSeconds(40));
+                        joiner.process.close();
+                        joiner.process = null;
+                        groupChanges.incrementAndGet();
+                        log("the third member left (SIGTERM, exit " + code + ")");
+                        joiner.busy = false;
+                    }, background));
                 } else {
                     stripe.setLatencyMillis(random.nextInt(400));
                 }
             }
+            CompletableFuture.allOf(pending.toArray(CompletableFuture[]::new)).join();
             producer.stop.set(true);
             producing.join();
             stripe.setLatencyMillis(0);
-            if (joiner != null) {
-                joiner.terminate(Duration.ofSeconds(40));
-                joiner.close();
+            if (joiner.process != null) {
+                joiner.process.terminate(Duration.ofSeconds(40));
+                joiner.process.close();
             }
             log("chaos over: " + producer.sent.get() + " records sent (" + producer.commands.size() + " commands, "
                     + producer.resends.get() + " resent by the 'retrying producer', " + producer.mismatches.size()
@@ -151,16 +191,16 @@ public final class KafkaChaos {
                 Thread.sleep(500);
             }
             audit(jdbc, stripe, kafka, producer, total);
-            if (kills < minKills) {
-                violations.add("only " + kills + " kill -9s (minimum " + minKills + "): the run proved too little");
+            if (kills.get() < minKills) {
+                violations.add("only " + kills.get() + " kill -9s (minimum " + minKills + "): the run proved too little");
             }
-            if (groupChanges < minGroupChanges) {
-                violations.add("only " + groupChanges + " group changes (minimum " + minGroupChanges + ")");
+            if (groupChanges.get() < minGroupChanges) {
+                violations.add("only " + groupChanges.get() + " group changes (minimum " + minGroupChanges + ")");
             }
-            for (ServiceProcess member : members) {
-                member.close();
+            for (Member member : members) {
+                member.process.close();
             }
-            log("faults: " + kills + " kill -9, " + groupChanges + " group changes (joins, leaves, restarts)");
+            log("faults: " + kills.get() + " kill -9, " + groupChanges.get() + " group changes (kills, restarts, joins, leaves)");
         }
         if (violations.isEmpty()) {
             log("AUDIT PASSED: every command charged exactly once, every result published and equal to its row");
@@ -186,6 +226,7 @@ public final class KafkaChaos {
         config.put("chargeonce.stripe.connect-timeout", "500ms");
         config.put("chargeonce.stripe.read-timeout", "3000ms");
         config.put("dev.chargeonce.stripe.StripeApi/create/Retry/maxRetries", "0");
+        config.put("dev.chargeonce.stripe.StripeApi/createRefund/Retry/maxRetries", "0");
         config.put("chargeonce.kafka.enabled", "true");
         config.put("chargeonce.kafka.bootstrap-servers", broker.bootstrapServers());
         config.put("chargeonce.kafka.commands-topic", "commands");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # chargeonce Kafka chaos run: one command (see README "Chaos" and "Kafka ingress").
 #
-#   chaos/kafka-run.sh [--duration 45s] [--seed N] [--min-kills 3] [--min-group-changes 5]
+#   chaos/kafka-run.sh [--duration 45s] [--seed N] [--min-kills 3] [--min-group-changes 8]
 #
 # A real Kafka broker (single-node KRaft, from Maven Central, on loopback), the test suite's PostgreSQL
 # (embedded-postgres), the Stripe stand-in, and two to three instances of the packaged service in one consumer
@@ -36,7 +36,7 @@ javac --release 21 -nowarn -d "$RESULTS/classes" -cp "$CP" chaos/KafkaChaos.java
 log "Kafka chaos: results and process logs in $RESULTS (service logs in target/process-logs/kafka-chaos-*)"
 set +e
 java -Xmx768m -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$RESULTS/classes:$CP" KafkaChaos --work "$RESULTS" "$@" \
-  2>&1 | grep -v -E '^(WARNING|SLF4J)' | tee "$RESULTS/summary.log"
+  2>&1 | grep --line-buffered -v -E '^(WARNING|SLF4J|org.slf4j)' | tee "$RESULTS/summary.log"
 status=${PIPESTATUS[0]}
 set -e
 exit $status

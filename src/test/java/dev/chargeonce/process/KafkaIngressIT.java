@@ -203,7 +203,7 @@ class KafkaIngressIT {
         // A second per charge at Stripe: about 6 charges a second over 6 partitions, so the group changes mid-way.
         env.stripe.setLatencyMillis(1_000);
         List<String> events = new ArrayList<>();
-        for (int i = 0; i < 120; i++) {
+        for (int i = 0; i < 180; i++) {
             String event = "evt-" + i + "-" + UUID.randomUUID();
             events.add(event);
             kafka.send(commands, event, command(100 + i, "O-" + i));
