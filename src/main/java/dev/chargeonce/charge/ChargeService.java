@@ -53,12 +53,29 @@ public class ChargeService {
     }
 
     public KeyAnswer charge(String clientId, IdempotencyKey key, ChargeRequest request) {
+        return charge(clientId, key, request, null).answer();
+    }
+
+    /**
+     * What a charge led to: the answer, and the claim it came from; {@code claim} is null when no claim was made
+     * (Stripe's circuit is open and the key had no row: nothing was stored, nothing charged).
+     */
+    public record Charged(KeyAnswer answer, Claim claim) {
+    }
+
+    /**
+     * A charge from any ingress: the same claim, fingerprint (that of {@code POST /v1/charges} with this body),
+     * Stripe key and driver as HTTP.
+     *
+     * @param origin where the claim comes from (null: HTTP; a Kafka command: its record), stored with a new row
+     */
+    public Charged charge(String clientId, IdempotencyKey key, ChargeRequest request, String origin) {
         if (request.customer() != null) {
             customers.check(clientId, request.customer()); // another client's customer is refused before any claim
         }
         String canonical = request.canonicalJson();
         NewIntent intent = new NewIntent(Operation.CHARGE, newChargeId(), clientId, key, Fingerprint.of(METHOD, PATH, canonical),
-                canonical, request.amount(), request.currency(), StripeKeys.identity(clientId, key.value()));
+                canonical, request.amount(), request.currency(), StripeKeys.identity(clientId, key.value()), origin);
         try (Admission.Ticket ticket = admission.enter()) {
             Claim claim;
             if (stripe.acceptingCalls(Operation.CHARGE)) {
@@ -68,11 +85,11 @@ public class ChargeService {
                 Optional<Claim> existing = store.peek(Operation.CHARGE, clientId, key, intent.fingerprint(), stripeConfig.keyHorizon());
                 if (existing.isEmpty()) {
                     metrics.circuitOpenRejection(Operation.CHARGE);
-                    return RetryLaterAnswers.stripeUnavailable(Operation.CHARGE, true, Duration.ofSeconds(2));
+                    return new Charged(RetryLaterAnswers.stripeUnavailable(Operation.CHARGE, true, Duration.ofSeconds(2)), null);
                 }
                 claim = existing.get();
             }
-            return driver.answer(claim, side, request);
+            return new Charged(driver.answer(claim, side, request), claim);
         }
     }
 

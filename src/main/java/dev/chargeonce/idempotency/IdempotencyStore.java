@@ -55,9 +55,9 @@ public class IdempotencyStore {
             WITH inserted AS (
                 INSERT INTO stripe_intents AS si
                     (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
-                     stripe_sending_until, stripe_identity)
+                     stripe_sending_until, stripe_identity, origin)
                 VALUES (?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
-                        clock_timestamp() + ? * interval '1 millisecond', ?)
+                        clock_timestamp() + ? * interval '1 millisecond', ?, ?)
                 ON CONFLICT (client_id, idempotency_key) DO NOTHING
                 RETURNING si.*
             )
@@ -125,7 +125,7 @@ public class IdempotencyStore {
                        last_stripe_error = NULL, stripe_sending_until = NULL
                  WHERE id = ? AND lease_gen = ? AND status = 'processing'
                 RETURNING {returning})
-            {release}
+            {release}{outbox}
             SELECT count(*) FROM done
             """;
 
@@ -175,7 +175,7 @@ public class IdempotencyStore {
                        last_stripe_error = NULL, stripe_sending_until = NULL
                  WHERE id = ? AND status = 'processing'
                 RETURNING {returning})
-            {release}
+            {release}{outbox}
             SELECT count(*) FROM done
             """;
 
@@ -298,7 +298,8 @@ public class IdempotencyStore {
                     .replace("{finals}", op.finalStatesSql()).replace("{settled}", op.settledStatesSql())
                     .replace("{rank_now}", op.rankSql(op.stateColumn())).replace("{rank_next}", op.rankSql("?::text"))
                     .replace("{returning}", EXTRAS.get(op).returning()).replace("{release}", EXTRAS.get(op).release())
-                    .replace("{advance_guard}", EXTRAS.get(op).advanceGuard()).replace("{keep}", EXTRAS.get(op).keep());
+                    .replace("{advance_guard}", EXTRAS.get(op).advanceGuard()).replace("{keep}", EXTRAS.get(op).keep())
+                    .replace("{outbox}", EXTRAS.get(op).outbox());
             return new Sql(r.apply(op == Operation.CHARGE ? CLAIM : CLAIM_REFUND), r.apply(TAKE_OVER), r.apply(TAKE_OVER_EXPIRED),
                     r.apply(FINISH), r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE),
                     r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
@@ -314,17 +315,20 @@ public class IdempotencyStore {
      * @param release      what follows a row that ends or moves (a refund that refunded nothing gives its amount back)
      * @param advanceGuard which answered rows Stripe's later word may still move
      * @param keep         what retention keeps besides young rows
+     * @param outbox       what a finish writes besides the row, in the same statement (a Kafka command's result)
      */
-    private record OperationSql(String returning, String release, String advanceGuard, String keep) {
+    private record OperationSql(String returning, String release, String advanceGuard, String keep, String outbox) {
     }
 
     private static final java.util.Map<Operation, OperationSql> EXTRAS = java.util.Map.of(
             // A charge is kept while it has refunds (they are deleted by their own age first): a refund names it.
-            Operation.CHARGE, new OperationSql("id", "", "",
-                    "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id)"),
+            // A charge a Kafka command claimed (origin set) queues its result in the statement that finishes it,
+            // whoever finishes it: the driver, recovery, an event or the sync worker, an operator.
+            Operation.CHARGE, new OperationSql("id, client_id, idempotency_key, origin, response_status, response_body", "", "",
+                    "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id)", ResultOutbox.QUEUE_FINISHED),
             // A refund answered "failed" gave its amount back already; nothing Stripe says later moves it.
             Operation.REFUND, new OperationSql("charge_id, amount, status, refund_status AS state", REFUND_RELEASE,
-                    "AND status <> 'failed'", ""));
+                    "AND status <> 'failed'", "", ""));
 
     private static final java.util.Map<Operation, Sql> SQL = new java.util.EnumMap<>(Operation.class);
 
@@ -335,6 +339,13 @@ public class IdempotencyStore {
         // Derived by replacement: a replacement that no longer matched would leave an operator's finish unfenced.
         if (!FINISH_BY_OPERATOR.contains("lease_gen = ? AND status = 'processing'") || !FINISH_BY_OPERATOR.contains("needs_reconciliation = false")) {
             throw new IllegalStateException("FINISH_BY_OPERATOR lost its fence: " + FINISH_BY_OPERATOR);
+        }
+        // Every statement that ends a charge queues a Kafka command's result with it: one that did not would lose it.
+        Sql charge = SQL.get(Operation.CHARGE);
+        for (String finishing : List.of(charge.finish(), charge.finishFromStripe(), charge.finishByOperator())) {
+            if (!finishing.contains("INSERT INTO kafka_outbox")) {
+                throw new IllegalStateException("a charge's finish lost its outbox: " + finishing);
+            }
         }
     }
 
@@ -398,6 +409,7 @@ public class IdempotencyStore {
                 ps.setLong(i++, config.lease().toMillis());
                 ps.setLong(i++, config.lease().toMillis());
                 ps.setString(i++, intent.stripeIdentity());
+                ps.setString(i++, intent.origin());
                 ps.setLong(i++, keyHorizon.toMillis());
                 ps.setLong(i++, keyHorizon.toMillis());
                 ps.setString(i++, intent.clientId());
@@ -570,6 +582,52 @@ public class IdempotencyStore {
         }
         return Optional.of(new RefundClaim.Claimed(new Claim.Fresh(inserted.get().intent(Operation.REFUND))));
     }
+
+    /**
+     * A Kafka command met a charge that already had a row (a redelivery, the producer sent the event twice, or the
+     * key was first claimed over HTTP): the row is made to publish its result too. A row without an origin takes
+     * the command's (so that whoever finishes it queues the result), and one already answered has its answer queued
+     * now, in this statement (the row is locked first, so a finish running meanwhile is either seen or sees the
+     * origin). A row that has an origin is only read: its finish queues, or queued, the result.
+     *
+     * @return the row's origin before this statement (null: an HTTP claim) and whether it is still processing; empty
+     *         when the key has no row
+     */
+    public Optional<KeyOrigin> adoptForResults(String clientId, IdempotencyKey key, String origin) {
+        List<KeyOrigin> found = new ArrayList<>(1);
+        run(ADOPT_FOR_RESULTS, ps -> {
+            ps.setString(1, clientId);
+            ps.setString(2, key.value());
+            ps.setString(3, origin);
+            ps.setString(4, origin);
+        }, rs -> {
+            if (rs.next()) {
+                found.add(new KeyOrigin(rs.getString("id"), rs.getString("origin"),
+                        IntentStatus.fromColumn(rs.getString("status")) == IntentStatus.PROCESSING));
+            }
+        });
+        return found.stream().findFirst();
+    }
+
+    /** @param origin the row's origin before the command met it (null: claimed over HTTP) */
+    public record KeyOrigin(String id, String origin, boolean processing) {
+    }
+
+    private static final String ADOPT_FOR_RESULTS = """
+            WITH before AS (
+                SELECT id, client_id, idempotency_key, origin, status, response_status, response_body
+                  FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?
+                   FOR UPDATE),
+            adopted AS (
+                UPDATE stripe_intents x SET origin = ?, updated_at = clock_timestamp()
+                  FROM before b WHERE x.id = b.id AND b.origin IS NULL
+                RETURNING x.id),
+            done AS (
+                SELECT id, client_id, idempotency_key, ?::text AS origin, response_status, response_body
+                  FROM before WHERE origin IS NULL AND status <> 'processing')
+            %s
+            SELECT id, origin, status FROM before
+            """.formatted(ResultOutbox.QUEUE_FINISHED);
 
     /**
      * What the key holds, without claiming anything: for when Stripe is known to be unavailable (circuit open),

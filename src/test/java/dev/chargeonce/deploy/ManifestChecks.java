@@ -609,6 +609,9 @@ final class ManifestChecks {
         required.put("rows past the key horizon", "chargeonce_reconciliation_parked_total");
         required.put("circuit open", "ft_circuitbreaker_state_current");
         required.put("elevated 5xx", "http_server_requests_seconds_count");
+        required.put("Kafka commands waiting (consumer lag)", "chargeonce_kafka_consumer_lag");
+        required.put("Kafka results not published (outbox backlog)", "chargeonce_kafka_outbox_oldest_age_seconds");
+        required.put("Kafka poison records", "chargeonce_kafka_dead_letters_total");
         required.forEach((what, metric) -> problems.check(allExpressions.contains(metric), "no alert for %s (%s)", what, metric));
         problems.check(allExpressions.matches("(?s).*chargeonce_replica_lag_seconds\\S*\\)?\\s*>\\s*1\\b.*"), "the replica lag alert must fire above 1 s");
         problems.check(allExpressions.contains("status=~\"5..\""), "the 5xx alert must select status=~\"5..\"");

@@ -75,6 +75,15 @@ public final class ServiceProcess implements AutoCloseable {
         }
     }
 
+    /** Changes (value null: removes) a config property for the next {@link #startProcess()}. */
+    public void configure(String key, String value) {
+        if (value == null) {
+            config.remove(key);
+        } else {
+            config.put(key, value);
+        }
+    }
+
     public void startProcess() {
         awaitReady(Duration.ofSeconds(60), launch());
     }
