@@ -30,6 +30,14 @@ public interface IdempotencyConfig {
         return refundWindow().compareTo(retention()) > 0 ? refundWindow() : retention();
     }
 
+    /**
+     * The fingerprint version new rows are written with ({@link Fingerprint}); every version up to
+     * {@link Fingerprint#LATEST_VERSION} is read whatever this says. Set it to the previous version while a rolling
+     * deploy still runs instances that cannot read the latest one, then to the latest.
+     */
+    @WithDefault("2")
+    int fingerprintVersion();
+
     /** Rows the retention job deletes per statement; small, so that no lock is held for long. */
     @WithDefault("500")
     int retentionBatchSize();

@@ -374,6 +374,9 @@ public class IdempotencyStore {
     public IdempotencyStore(@Default AgroalDataSource primary, IdempotencyConfig config, MeterRegistry metrics) {
         this.primary = primary;
         this.config = config;
+        if (config.fingerprintVersion() < 1 || config.fingerprintVersion() > Fingerprint.LATEST_VERSION) {
+            throw new IllegalStateException("chargeonce.idempotency.fingerprint-version must be 1 to " + Fingerprint.LATEST_VERSION);
+        }
         this.claimLatency = Timer.builder("chargeonce.db.statement").tag("statement", "claim")
                 .publishPercentileHistogram().register(metrics);
         this.finishLatency = Timer.builder("chargeonce.db.statement").tag("statement", "finish")
@@ -402,7 +405,7 @@ public class IdempotencyStore {
                 ps.setString(i++, intent.id());
                 ps.setString(i++, intent.clientId());
                 ps.setString(i++, intent.key().value());
-                ps.setString(i++, intent.fingerprint().hex());
+                ps.setString(i++, intent.fingerprint().stored(config.fingerprintVersion()));
                 ps.setString(i++, intent.requestJson());
                 ps.setLong(i++, intent.amount());
                 ps.setString(i++, intent.currency());
@@ -560,7 +563,7 @@ public class IdempotencyStore {
             ps.setString(i++, refund.chargeId());
             ps.setString(i++, refund.clientId());
             ps.setString(i++, refund.key().value());
-            ps.setString(i++, refund.fingerprint().hex());
+            ps.setString(i++, refund.fingerprint().stored(config.fingerprintVersion()));
             ps.setString(i++, terms);
             ps.setLong(i++, refundAmount);
             ps.setString(i++, currency);
@@ -644,7 +647,7 @@ public class IdempotencyStore {
 
     /** The answer an existing row gives a request with this fingerprint; empty when its lease can be taken over. */
     private static Optional<Claim> classifyExisting(Row row, Fingerprint fingerprint) {
-        if (!row.fingerprint.equals(fingerprint.hex())) {
+        if (!fingerprint.matches(row.fingerprint)) {
             return Optional.of(new Claim.Mismatch());
         }
         if (row.status != IntentStatus.PROCESSING) {
