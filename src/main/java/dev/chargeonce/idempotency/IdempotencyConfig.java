@@ -38,6 +38,13 @@ public interface IdempotencyConfig {
     @WithDefault("2")
     int fingerprintVersion();
 
+    /**
+     * The most bytes a stored answer may have ({@link AnswerLimit}): a request whose answer could be larger is
+     * refused before any claim ({@code 400 answer_too_large}), never cut short later.
+     */
+    @WithDefault("65536")
+    int maxAnswerBytes();
+
     /** Rows the retention job deletes per statement; small, so that no lock is held for long. */
     @WithDefault("500")
     int retentionBatchSize();
