@@ -431,7 +431,7 @@ public class IdempotencyStore {
             }
             // Someone else took it over or finished it between the two statements: look again.
         }
-        return new Claim.InFlight(Duration.ofSeconds(1));
+        return new Claim.InFlight(Duration.ofSeconds(1), null);
     }
 
     /**
@@ -481,7 +481,7 @@ public class IdempotencyStore {
                 }
                 // The key was claimed by a concurrent request (on another charge, or after our look): answer it.
             }
-            return new RefundClaim.Claimed(new Claim.InFlight(Duration.ofSeconds(1)));
+            return new RefundClaim.Claimed(new Claim.InFlight(Duration.ofSeconds(1), null));
         } finally {
             sample.stop(claimLatency);
         }
@@ -658,7 +658,7 @@ public class IdempotencyStore {
             return Optional.of(new Claim.UnderReconciliation());
         }
         if (row.leaseLeftMillis > 0) {
-            return Optional.of(new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis)));
+            return Optional.of(new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis), row.id));
         }
         return Optional.empty();
     }
@@ -1257,6 +1257,23 @@ public class IdempotencyStore {
         } catch (SQLException e) {
             throw DatabaseFailures.of(e);
         }
+    }
+
+    /**
+     * Marks a row in flight as awaited ({@code Prefer: wait}): from now on its next move (finished, parked, lease
+     * released or taken over) notifies channel {@code chargeonce_key_changed} (the trigger of V1.7.0). False when
+     * the row is no longer in flight: look again instead of waiting. Writes only the first time.
+     */
+    public boolean awaitRow(Operation op, String rowId) {
+        boolean[] inFlight = {false};
+        run("WITH marked AS (UPDATE " + op.table() + " SET awaited = true WHERE id = ? AND status = 'processing'"
+                + " AND NOT needs_reconciliation AND NOT awaited RETURNING 1)"
+                + " SELECT EXISTS (SELECT 1 FROM marked) OR EXISTS (SELECT 1 FROM " + op.table()
+                + " WHERE id = ? AND status = 'processing' AND NOT needs_reconciliation AND awaited)", ps -> {
+                    ps.setString(1, rowId);
+                    ps.setString(2, rowId);
+                }, rs -> inFlight[0] = rs.next() && rs.getBoolean(1));
+        return inFlight[0];
     }
 
     private int update(String sql, Binder binder) {
