@@ -289,7 +289,7 @@ class KafkaIngressIT {
 
     /** Every Kafka metric the dashboard and the alerts in k8s/ query is in a running service's /q/metrics. */
     private static void assertDashboardAndAlertsQueryExportedMetrics(ServiceProcess service) throws Exception {
-        String exported = HTTP.send(HttpRequest.newBuilder(URI.create(service.uri("/q/metrics").toString())).build(),
+        String exported = HTTP.send(HttpRequest.newBuilder(URI.create(service.managementUri("/q/metrics").toString())).build(),
                 HttpResponse.BodyHandlers.ofString()).body();
         Set<String> names = new HashSet<>();
         exported.lines().filter(l -> !l.startsWith("#") && !l.isBlank()).forEach(l -> names.add(l.replaceAll("[{ ].*", "")));
@@ -395,7 +395,7 @@ class KafkaIngressIT {
     }
 
     static double metric(ServiceProcess service, String series) throws Exception {
-        String body = HTTP.send(HttpRequest.newBuilder(URI.create(service.uri("/q/metrics").toString())).build(),
+        String body = HTTP.send(HttpRequest.newBuilder(URI.create(service.managementUri("/q/metrics").toString())).build(),
                 HttpResponse.BodyHandlers.ofString()).body();
         for (String line : body.split("\n")) {
             if (line.startsWith(series + " ")) {
