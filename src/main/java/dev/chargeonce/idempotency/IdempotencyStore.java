@@ -184,6 +184,17 @@ public class IdempotencyStore {
             .replace("SET lease_gen = lease_gen + 1,", "SET lease_gen = lease_gen + 1, needs_reconciliation = false,")
             .replace("WHERE id = ? AND status = 'processing'", "WHERE id = ? AND lease_gen = ? AND status = 'processing'");
 
+    /**
+     * {@link #FINISH_BY_OPERATOR} as "nothing was made": only once no try of the key can still reach Stripe, by the
+     * database's clock: the latest a try may have been sent (the last report, or a holder's send bound,
+     * stripe_sending_until, while it may still send) plus the longest a Stripe request runs. A holder's try still
+     * on its way would otherwise charge after the operator's list found nothing (spec/, NothingMadeIsTrue).
+     */
+    private static final String ABANDON_BY_OPERATOR = FINISH_BY_OPERATOR
+            .replace("WHERE id = ? AND lease_gen = ? AND status = 'processing'", "WHERE id = ? AND lease_gen = ? AND status = 'processing'"
+                    + " AND clock_timestamp() >= coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity')"
+                    + " + ? * interval '1 millisecond'");
+
     /** Accepted charges whose outcome has not arrived and whose next look is due: taken for one look each. */
     private static final String TAKE_DUE_ACCEPTED = """
             UPDATE {t} x
@@ -290,7 +301,8 @@ public class IdempotencyStore {
     private record Sql(String claim, String takeOver, String takeOverExpired, String finish, String advanceState,
                        String lockForObject, String finishFromStripe, String takeDueAccepted, String release,
                        String nextAttempt, String renewLease, String park, String peek, String countAttention,
-                       String deleteFinished, String answerOf, String scheduleRecheck, String finishByOperator) {
+                       String deleteFinished, String answerOf, String scheduleRecheck, String finishByOperator,
+                       String abandonByOperator) {
 
         static Sql of(Operation op) {
             java.util.function.UnaryOperator<String> r = sql -> sql
@@ -304,7 +316,8 @@ public class IdempotencyStore {
                     r.apply(FINISH), r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE),
                     r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
                     r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS),
-                    r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK), r.apply(FINISH_BY_OPERATOR));
+                    r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK), r.apply(FINISH_BY_OPERATOR),
+                    r.apply(ABANDON_BY_OPERATOR));
         }
     }
 
@@ -342,7 +355,7 @@ public class IdempotencyStore {
         }
         // Every statement that ends a charge queues a Kafka command's result with it: one that did not would lose it.
         Sql charge = SQL.get(Operation.CHARGE);
-        for (String finishing : List.of(charge.finish(), charge.finishFromStripe(), charge.finishByOperator())) {
+        for (String finishing : List.of(charge.finish(), charge.finishFromStripe(), charge.finishByOperator(), charge.abandonByOperator())) {
             if (!finishing.contains("INSERT INTO kafka_outbox")) {
                 throw new IllegalStateException("a charge's finish lost its outbox: " + finishing);
             }
@@ -1179,6 +1192,49 @@ public class IdempotencyStore {
             return countOf(ps) == 1;
         } catch (SQLException e) {
             throw DatabaseFailures.of(e);
+        }
+    }
+
+    /**
+     * {@link #finishByOperator} with "nothing was made" ({@code answer}), refused (false) while a try of the key may
+     * still reach Stripe: unless {@code requestMaxDuration} has passed since the latest it may have been sent.
+     */
+    public boolean abandonByOperator(Operation op, String id, int seenLeaseGeneration, Final answer, Duration requestMaxDuration) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql(op).abandonByOperator())) {
+            int next = answer.bind(ps, 1);
+            ps.setString(next, id);
+            ps.setInt(next + 1, seenLeaseGeneration);
+            ps.setLong(next + 2, requestMaxDuration.toMillis());
+            return countOf(ps) == 1;
+        } catch (SQLException e) {
+            throw DatabaseFailures.of(e);
+        }
+    }
+
+    /**
+     * When no try of a processing row's key can still reach Stripe, by the database's clock (the latest it may have
+     * been sent, its last report or its holder's send bound, plus {@code requestMaxDuration}), and that clock now;
+     * empty when the row is not processing.
+     */
+    public Optional<KeySettling> keySettling(Operation op, String id, Duration requestMaxDuration) {
+        List<KeySettling> found = new ArrayList<>();
+        run("SELECT coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity') + ? * interval '1 millisecond',"
+                + " clock_timestamp() FROM " + op.table() + " WHERE id = ? AND status = 'processing'", ps -> {
+                    ps.setLong(1, requestMaxDuration.toMillis());
+                    ps.setString(2, id);
+                }, rs -> {
+                    if (rs.next()) {
+                        Timestamp settles = rs.getTimestamp(1);
+                        found.add(new KeySettling(settles == null ? Instant.MIN : settles.toInstant(), rs.getTimestamp(2).toInstant()));
+                    }
+                });
+        return found.stream().findFirst();
+    }
+
+    /** When no try of a key can still reach Stripe, and the database's clock when that was read. */
+    public record KeySettling(Instant settlesAt, Instant databaseNow) {
+        public boolean settled() {
+            return !databaseNow.isBefore(settlesAt);
         }
     }
 

@@ -74,7 +74,15 @@ public class KeyChangeListener {
      */
     public Registration register(String rowId) {
         CompletableFuture<Void> moved = new CompletableFuture<>();
-        waiters.computeIfAbsent(rowId, id -> ConcurrentHashMap.newKeySet()).add(moved);
+        // Added inside the map's atomic step: a set emptied and removed by another waiter's close is never reused.
+        waiters.compute(rowId, (id, set) -> {
+            Set<CompletableFuture<Void>> into = set != null ? set : ConcurrentHashMap.newKeySet();
+            into.add(moved);
+            return into;
+        });
+        if (!listening) {
+            moved.complete(null); // registered while the connection is down: a notification may be missed, look again
+        }
         return new Registration(rowId, moved);
     }
 
@@ -108,9 +116,12 @@ public class KeyChangeListener {
                 LOG.debugf("listening on %s", CHANNEL);
                 PGConnection pg = c.unwrap(PGConnection.class);
                 while (!stopping) {
-                    // Blocks on the socket until a notification comes, at most 10 s (then checks the connection).
-                    PGNotification[] notifications = pg.getNotifications(10_000);
-                    if (notifications == null) {
+                    // Blocks on the socket until a notification comes, at most 5 s; a quiet connection is then
+                    // checked with a round trip, so that a dead one (a failover, a dropped idle connection) is seen
+                    // within seconds, not at the kernel's keepalive hours later.
+                    PGNotification[] notifications = pg.getNotifications(5_000);
+                    if (notifications == null || notifications.length == 0) {
+                        s.execute("SELECT 1");
                         continue;
                     }
                     for (PGNotification n : notifications) {
@@ -153,7 +164,16 @@ public class KeyChangeListener {
         Properties properties = new Properties();
         config.getOptionalValue("quarkus.datasource.username", String.class).ifPresent(u -> properties.setProperty("user", u));
         config.getOptionalValue("quarkus.datasource.password", String.class).ifPresent(p -> properties.setProperty("password", p));
+        // The data source's own JDBC properties (sslmode and the like), then this connection's: a socket timeout above
+        // the 5 s wait for notifications, so that a round trip that hangs fails.
+        for (String name : config.getPropertyNames()) {
+            String prefix = "quarkus.datasource.jdbc.additional-jdbc-properties.";
+            if (name.startsWith(prefix)) {
+                config.getOptionalValue(name, String.class).ifPresent(v -> properties.setProperty(name.substring(prefix.length()), v));
+            }
+        }
         properties.setProperty("connectTimeout", "3");
+        properties.setProperty("socketTimeout", "15");
         properties.setProperty("tcpKeepAlive", "true");
         properties.setProperty("ApplicationName", "chargeonce-key-change-listener");
         Optional<String> driver = config.getOptionalValue("quarkus.datasource.jdbc.driver", String.class);

@@ -4,9 +4,12 @@ import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.KeyAnswer;
 import jakarta.enterprise.context.ApplicationScoped;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
 /**
@@ -24,6 +27,12 @@ public class WaitThenReplay {
 
     private final KeyChangeListener listener;
     private final IdempotencyStore store;
+    /**
+     * One claim at a time per row among this instance's waiters: a row whose holder let its lease go (an unknown
+     * outcome) wakes every waiter, and only the first may take it over and call Stripe; the others claim after it
+     * and find it held (they wait on) or answered (the replay), instead of a burst of takeovers with one Stripe key.
+     */
+    private final Map<String, ReentrantLock> claiming = new ConcurrentHashMap<>();
 
     WaitThenReplay(KeyChangeListener listener, IdempotencyStore store) {
         this.listener = listener;
@@ -41,11 +50,13 @@ public class WaitThenReplay {
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         int unlocated = 0;
+        boolean waited = false;
         while (answer.status() == 409) {
             long left = deadline - System.nanoTime();
             if (left <= 0 || !listener.listening()) {
                 break;
             }
+            waited = true;
             KeyAnswer.InFlightRow row = answer.inFlightRow();
             if (row == null) {
                 // The row changed between the claim's two statements (rare): look again, a bounded number of times.
@@ -61,9 +72,35 @@ public class WaitThenReplay {
                 }
             }
             // The row moved, its lease ended, or the wait ran out: one more claim says what the key holds now.
-            answer = attempt.get();
+            KeyAnswer next = row == null ? attempt.get() : claimInTurn(row.id(), deadline, attempt);
+            if (next == null) {
+                break; // the wait ran out while another waiter claimed
+            }
+            answer = next;
         }
-        return answer.afterWaiting(seconds);
+        // Preference-Applied only when the preference mattered: the key was in flight and this request was held.
+        return waited ? answer.afterWaiting(seconds) : answer;
+    }
+
+    /** {@code attempt} under the row's claim lock of this instance, or null when the wait runs out first. */
+    private KeyAnswer claimInTurn(String rowId, long deadline, Supplier<KeyAnswer> attempt) {
+        ReentrantLock lock = claiming.computeIfAbsent(rowId, id -> new ReentrantLock());
+        try {
+            if (!lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                return null;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+        try {
+            return attempt.get();
+        } finally {
+            if (!lock.hasQueuedThreads()) {
+                claiming.remove(rowId, lock);
+            }
+            lock.unlock();
+        }
     }
 
     private static void sleepUntil(KeyChangeListener.Registration wakeUp, long nanos) {
