@@ -57,7 +57,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
 
 # ---- build what is missing ------------------------------------------------------------------------------------
 SERVICE_JAR=target/quarkus-app/quarkus-run.jar
-SANDBOX_JAR=target/quarkus-app/app/chargeonce-1.0.0-SNAPSHOT.jar
+SANDBOX_JAR=target/chargeonce-1.0.0-SNAPSHOT-sandbox.jar   # the Stripe sandbox: not in the prod package
 PASSTHROUGH_JAR=bench/passthrough/target/quarkus-app/quarkus-run.jar
 if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$SANDBOX_JAR" ]; then
   log "building the service package"
@@ -73,6 +73,7 @@ java bench/BenchTool.java pgbench-scripts src/main/java/dev/chargeonce/idempoten
 
 # ---- processes ------------------------------------------------------------------------------------------------
 PG_PORT=$(free_port); STRIPE_PORT=$(free_port); SVC_PORT=$(free_port); PT_PORT=$(free_port)
+SVC_MANAGEMENT_PORT=$(free_port)   # the service's health and metrics: its management interface
 log "PostgreSQL 15 on 127.0.0.1:$PG_PORT (work dir $WORK_DIR)"
 start_pg pg "$PG_PORT" "synchronous_commit = on" "fsync = on" "max_connections = 400" "shared_buffers = 1GB" \
   "max_wal_size = 8GB" "checkpoint_timeout = 15min" "log_min_messages = warning"
@@ -85,15 +86,16 @@ wait_http "http://127.0.0.1:$STRIPE_PORT/_sandbox/stats" 30 "$STRIPE_PID" || die
 stripe_faults() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/faults?$1" >/dev/null; }
 stripe_reset() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/reset" >/dev/null; stripe_faults "latency_ms=${1:-0}"; }
 
-log "chargeonce on :$SVC_PORT"
+log "chargeonce on :$SVC_PORT (management interface :$SVC_MANAGEMENT_PORT)"
 start_bg "$OUT/service.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$SVC_PORT" \
+  -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$SVC_MANAGEMENT_PORT" \
   -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$PG_PORT/chargeonce" \
   -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
   -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" \
   -Dchargeonce.auth.clients="bench:$(sha256_hex "$API_KEY")" -Dquarkus.log.console.json.enabled=false \
   -jar "$SERVICE_JAR"
 SVC_PID=$LAST_PID
-wait_http "http://127.0.0.1:$SVC_PORT/q/health/ready" 90 "$SVC_PID" || die "service did not start, see $OUT/service.log"
+wait_http "http://127.0.0.1:$SVC_MANAGEMENT_PORT/q/health/ready" 90 "$SVC_PID" || die "service did not start, see $OUT/service.log"
 
 log "pass-through baseline on :$PT_PORT"
 start_bg "$OUT/passthrough.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$PT_PORT" \

@@ -306,6 +306,8 @@ public class Chaos {
         final Variant variant;
         final int index;
         final int port;
+        /** chargeonce's health (and metrics) are on its management interface, a port of its own; the naive one has none. */
+        final int managementPort;
         final TcpProxy primaryProxy;
         final TcpProxy replicaProxy;
         final String stripeBase;
@@ -317,6 +319,7 @@ public class Chaos {
             this.variant = variant;
             this.index = index;
             this.port = freePort();
+            this.managementPort = variant == Variant.CHARGEONCE ? freePort() : port;
             this.primaryProxy = primaryProxy;
             this.replicaProxy = replicaProxy;
             this.stripeBase = stripeBase;
@@ -333,6 +336,7 @@ public class Chaos {
             if (variant == Variant.CHARGEONCE) {
                 String db = "jdbc:postgresql://127.0.0.1:" + primaryProxy.port() + "/" + variant.database;
                 cmd.addAll(List.of("-Xmx256m", "-Dquarkus.http.host=127.0.0.1", "-Dquarkus.http.port=" + port,
+                        "-Dquarkus.management.host=127.0.0.1", "-Dquarkus.management.port=" + managementPort,
                         "-Dquarkus.log.console.json.enabled=false",
                         "-Dquarkus.datasource.jdbc.url=" + db, "-Dquarkus.datasource.username=postgres",
                         "-Dquarkus.datasource.password=x",
@@ -398,7 +402,7 @@ public class Chaos {
                 }
                 recordChild(process);
                 while (System.nanoTime() < deadline && process.isAlive()) {
-                    if (Http.ready(URI.create("http://127.0.0.1:" + port + variant.readyPath))) {
+                    if (Http.ready(URI.create("http://127.0.0.1:" + managementPort + variant.readyPath))) {
                         return true;
                     }
                     sleep(150);

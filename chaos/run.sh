@@ -74,8 +74,9 @@ pick_java
 pick_postgres
 
 SERVICE_JAR=target/quarkus-app/quarkus-run.jar
-APP_JAR=target/quarkus-app/app/chargeonce-1.0.0-SNAPSHOT.jar
-if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$APP_JAR" ]; then
+# The Stripe sandbox runs as a process of its own, from its own jar: the prod package does not carry it.
+SANDBOX_JAR=target/chargeonce-1.0.0-SNAPSHOT-sandbox.jar
+if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$SANDBOX_JAR" ]; then
   log "building the service package"
   # The package only: the chaos run needs no test classes, so it does not compile them either.
   ./mvnw -B -ntp -q -Dmaven.test.skip=true package
@@ -111,7 +112,7 @@ trap stop_harness INT TERM
 set +e
 java -cp "$WORK_DIR/classes:$PGJDBC" Chaos \
   --work "$WORK_DIR" --results "$RESULTS" --java "$JAVA_HOME/bin/java" \
-  --service-jar "$SERVICE_JAR" --sandbox-jar "$APP_JAR" --naive-classpath "$WORK_DIR/classes:$PGJDBC" \
+  --service-jar "$SERVICE_JAR" --sandbox-jar "$SANDBOX_JAR" --naive-classpath "$WORK_DIR/classes:$PGJDBC" \
   --pg-port "$PG_PORT" --replica-port "$REPLICA_PORT" --replica-delay-ms "$REPLICA_DELAY_MS" \
   --service-replica "$SERVICE_REPLICA" --duration "$DURATION" --naive-duration "$NAIVE_DURATION" \
   --instances "$INSTANCES" --clients "$CLIENTS" --seed "$SEED" --skip-naive "$([ "$NAIVE" = 1 ] && echo false || echo true)" \

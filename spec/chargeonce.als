@@ -967,8 +967,17 @@ pred OpAttach[r: Row, o: Obj] {
 -- claim until now finds nothing of the key.
 pred OpMarkFailed[r: Row] {
   r in live and r.status = Processing
-  settledNow[r]
-  no findable[r] - r.earlyC
+  -- IdempotencyStore.ABANDON_BY_OPERATOR: now >= greatest(stripe_key_last_sent, stripe_sending_until)
+  -- + request-max-duration, and now >= created_at + lease + request-max-duration. The first bounds every try of
+  -- this row's holders, the current one's own in-flight tries included (it sends only before its send bound);
+  -- the second the tries of a row of the same key the database lost (its holders claimed before this row was
+  -- created and send only within their leases). ASSUMPTION (as settledNow): a try runs at most
+  -- request-max-duration after it was sent. So: no try with the key is on its way or running, and no holder of
+  -- the key may still send.
+  no busy & rkey.(r.key)
+  no HValid & hrow.(key.(r.key))
+  -- OperatorActions.markFailed: the list from the key horizon before created_at to now (not from created_at).
+  no findable[r]
   sqlFinishByOperator[r, Failed, none, none] and moneyBack[r]
   coverage[none] and frame[r + chargeRowOf[r], none, none, none, none]
 }

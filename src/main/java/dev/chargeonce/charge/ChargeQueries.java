@@ -1,6 +1,8 @@
 package dev.chargeonce.charge;
 
+import dev.chargeonce.idempotency.ChargePage;
 import dev.chargeonce.idempotency.ChargeRecord;
+import dev.chargeonce.idempotency.ChargeStatus;
 import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.idempotency.RowIds;
@@ -8,6 +10,7 @@ import dev.chargeonce.replica.ReadSource;
 import dev.chargeonce.replica.ReplicaConfig;
 import dev.chargeonce.web.ApiException;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.ws.rs.core.MultivaluedMap;
 import java.time.Instant;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -85,15 +88,93 @@ public class ChargeQueries {
         return found;
     }
 
+    /**
+     * {@code GET /v1/charges} with its query as given: every parameter at most once and known ({@code limit},
+     * {@code starting_after} or {@code ending_before}, {@code created[gte]}, {@code created[lte]}, {@code status}).
+     */
+    Map<String, Object> list(String client, MultivaluedMap<String, String> query) {
+        for (String name : query.keySet()) {
+            if (!LIST_PARAMETERS.contains(name)) {
+                throw ApiException.invalidRequest("parameter_unknown", "Unknown parameter: " + name + ".", name);
+            }
+        }
+        String after = single(query, "starting_after");
+        String before = single(query, "ending_before");
+        if (after != null && before != null) {
+            throw ApiException.invalidRequest("parameter_invalid", "Give starting_after or ending_before, not both.", "ending_before");
+        }
+        String status = single(query, "status");
+        if (status != null && !ChargeStatus.names().contains(status)) {
+            throw ApiException.invalidRequest("parameter_invalid",
+                    "status must be one of " + String.join(", ", ChargeStatus.names()) + ".", "status");
+        }
+        return list(client, new ChargePage(parseLimit(query.get("limit")),
+                after == null ? null : cursor(client, after, "starting_after"),
+                before == null ? null : cursor(client, before, "ending_before"),
+                epochSeconds(query, "created[gte]"), epochSeconds(query, "created[lte]"), status));
+    }
+
+    static final Set<String> LIST_PARAMETERS = Set.of("limit", "starting_after", "ending_before",
+            "created[gte]", "created[lte]", "status");
+
+    /** A parameter given at most once: a repeated or empty one is refused, not first-wins. */
+    private static String single(MultivaluedMap<String, String> query, String name) {
+        List<String> values = query.get(name);
+        if (values == null || values.isEmpty()) {
+            return null;
+        }
+        if (values.size() > 1 || values.get(0).isEmpty()) {
+            throw ApiException.invalidRequest("parameter_invalid", name + (values.size() > 1 ? " is given more than once." : " is empty."), name);
+        }
+        return values.get(0);
+    }
+
+    private static Instant epochSeconds(MultivaluedMap<String, String> query, String name) {
+        String value = single(query, name);
+        if (value == null) {
+            return null;
+        }
+        try {
+            long seconds = Long.parseLong(value);
+            if (seconds >= 0 && seconds < 100_000_000_000L) {
+                return Instant.ofEpochSecond(seconds);
+            }
+        } catch (NumberFormatException e) {
+            // answered below
+        }
+        throw ApiException.invalidRequest("parameter_invalid", name + " must be a time in Unix seconds.", name);
+    }
+
     Map<String, Object> list(String clientId, int limit) {
+        return list(clientId, new ChargePage(limit, null, null, null, null, null));
+    }
+
+    /**
+     * A page of the client's charges. The plain first page may come from the replica (read-your-writes, see
+     * {@link #newest}); a page after or before a cursor, or filtered, is read from the primary: it holds every
+     * write the client made, whatever the replica's lag, and such pages are rarer than the first.
+     */
+    Map<String, Object> list(String clientId, ChargePage query) {
         // One row more than asked tells whether there is more, without a count.
-        List<ChargeRecord> newest = newest(clientId, limit + 1);
-        List<Map<String, Object>> data = newest.stream().limit(limit).map(ChargeQueries::view).toList();
+        List<ChargeRecord> rows = query.isFirstPageUnfiltered() ? newest(clientId, query.limit() + 1)
+                : store.listCharges(reads.primary(), clientId, query);
+        boolean more = rows.size() > query.limit();
+        // Before a cursor, the row past the page is the newest one (first); otherwise the oldest (last).
+        List<ChargeRecord> shown = !more ? rows : query.endingBefore() != null ? rows.subList(1, rows.size()) : rows.subList(0, query.limit());
         Map<String, Object> page = new LinkedHashMap<>();
         page.put("object", "list");
-        page.put("data", data);
-        page.put("has_more", newest.size() > limit);
+        page.put("data", shown.stream().map(ChargeQueries::view).toList());
+        page.put("has_more", more);
         return page;
+    }
+
+    /** The cursor a page starts after or ends before: one of the client's charges, else a 400 naming the parameter. */
+    ChargePage.Cursor cursor(String clientId, String chargeId, String param) {
+        if (!RowIds.wellFormed(PREFIX, chargeId)) {
+            throw ApiException.invalidRequest("resource_missing", "No such charge: " + RowIds.echo(chargeId), param);
+        }
+        return store.findCharge(reads.primary(), clientId, chargeId).map(c -> new ChargePage.Cursor(c.createdAt(), c.id()))
+                .orElseThrow(() -> ApiException.invalidRequest("resource_missing", "No such charge: " + chargeId, param));
     }
 
     /**

@@ -2,6 +2,9 @@ package dev.chargeonce.charge;
 
 import dev.chargeonce.auth.ApiKeyFilter;
 import dev.chargeonce.idempotency.IdempotencyKey;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.waiting.PreferWait;
+import dev.chargeonce.waiting.WaitThenReplay;
 import dev.chargeonce.web.BodyLimitFilter;
 import io.smallrye.common.annotation.RunOnVirtualThread;
 import jakarta.ws.rs.Consumes;
@@ -26,10 +29,12 @@ public class ChargeResource {
 
     private final ChargeService charges;
     private final ChargeQueries queries;
+    private final WaitThenReplay waiting;
 
-    ChargeResource(ChargeService charges, ChargeQueries queries) {
+    ChargeResource(ChargeService charges, ChargeQueries queries, WaitThenReplay waiting) {
         this.charges = charges;
         this.queries = queries;
+        this.waiting = waiting;
     }
 
     @POST
@@ -42,7 +47,9 @@ public class ChargeResource {
         }
         IdempotencyKey key = IdempotencyKey.parse(idempotencyKey);
         ChargeRequest charge = ChargeRequestParser.parse(body == null ? new byte[0] : body);
-        return charges.charge(ApiKeyFilter.clientId(request), key, charge).toResponse(idempotencyKey);
+        String clientId = ApiKeyFilter.clientId(request);
+        int wait = PreferWait.seconds(request.getHeaders().get(PreferWait.HEADER));
+        return waiting.answer(Operation.CHARGE, wait, () -> charges.charge(clientId, key, charge)).toResponse(idempotencyKey);
     }
 
     @GET
@@ -55,11 +62,7 @@ public class ChargeResource {
     @GET
     @RunOnVirtualThread
     public Response list(@Context ContainerRequestContext request) {
-        return Response.ok(queries.list(ApiKeyFilter.clientId(request), limit(request))).build();
+        return Response.ok(queries.list(ApiKeyFilter.clientId(request), request.getUriInfo().getQueryParameters())).build();
     }
 
-    /** {@code limit}, read raw: an empty or repeated one is refused, not defaulted or first-wins. */
-    private static int limit(ContainerRequestContext request) {
-        return ChargeQueries.parseLimit(request.getUriInfo().getQueryParameters().get("limit"));
-    }
 }

@@ -1,5 +1,8 @@
 package dev.chargeonce.idempotency;
 
+import java.util.Arrays;
+import java.util.List;
+
 /**
  * {@code stripe_intents.charge_status}: the charge as GET shows it, following its PaymentIntent at Stripe after the
  * key's answer was given. It never moves backwards: a later state has a higher rank, and the final ones
@@ -32,6 +35,11 @@ public enum ChargeStatus {
 
     public boolean isFinal() {
         return this == SUCCEEDED || this == CANCELED;
+    }
+
+    /** Every state's name, as the API shows it. */
+    public static List<String> names() {
+        return Arrays.stream(values()).map(ChargeStatus::column).toList();
     }
 
     public static ChargeStatus fromColumn(String value) {

@@ -22,8 +22,13 @@ public sealed interface Claim {
     record Replay(StoredAnswer answer, java.time.Instant firstSeen, java.time.Instant finishedAt) implements Claim {
     }
 
-    /** Another request holds a live lease on the key. */
-    record InFlight(Duration retryAfter) implements Claim {
+    /**
+     * Another request holds a live lease on the key.
+     *
+     * @param rowId the key's row, for a request that waits for it to move ({@code Prefer: wait}); null when the
+     *              row changed under the claim and was not looked at again
+     */
+    record InFlight(Duration retryAfter, String rowId) implements Claim {
     }
 
     /** The key was first used with another request. */

@@ -6,13 +6,72 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
 /**
- * What "the same request" means: SHA-256 over the method, the path and the canonical body (object keys
- * sorted, no insignificant whitespace). A key reused with another fingerprint is answered {@code 422}.
+ * What "the same request" means: a digest of the method, the path and the canonical body (object keys sorted, no
+ * insignificant whitespace). A key reused with another fingerprint is answered {@code 422}.
+ *
+ * <p>The stored form names its algorithm's version ({@code v2:<hex>}; a bare hex digest is version 1, the form
+ * rows had before versions existed), and a request is compared with a row by the row's version. So the algorithm
+ * or the canonical form can change (a new version, written once every instance reads it) without turning the
+ * retries of requests claimed under the old one into {@code 422}s: the new code still computes the old version for
+ * the rows that carry it, until retention has removed them. A version this code does not know (written by a newer
+ * release, then rolled back) is never guessed at: {@link UnknownFingerprintVersionException}.
+ *
+ * <p>Versions: 1 is SHA-256 of {@code METHOD path\nbody}; 2 is SHA-256 of the same three fields under a domain
+ * prefix, one per line, so that no digest of one version can be taken for one of another.
  */
-public record Fingerprint(String hex) {
+public final class Fingerprint {
+
+    /** The newest version this code computes; what new rows are written with unless configured otherwise. */
+    public static final int LATEST_VERSION = 2;
+
+    private final String method;
+    private final String path;
+    private final String canonicalBody;
+
+    private Fingerprint(String method, String path, String canonicalBody) {
+        this.method = method;
+        this.path = path;
+        this.canonicalBody = canonicalBody;
+    }
 
     public static Fingerprint of(String method, String path, String canonicalBody) {
-        return new Fingerprint(sha256Hex(method + ' ' + path + '\n' + canonicalBody));
+        return new Fingerprint(method, path, canonicalBody);
+    }
+
+    /** The stored form of the latest version. */
+    public String stored() {
+        return stored(LATEST_VERSION);
+    }
+
+    /** The stored form of this request's fingerprint in {@code version}. */
+    public String stored(int version) {
+        return switch (version) {
+            case 1 -> sha256Hex(method + ' ' + path + '\n' + canonicalBody);
+            case 2 -> "v2:" + sha256Hex("chargeonce-fingerprint-v2\n" + method + '\n' + path + '\n' + canonicalBody);
+            default -> throw new UnknownFingerprintVersionException(version);
+        };
+    }
+
+    /** Whether a stored fingerprint, of whichever version it was written in, is this request's. */
+    public boolean matches(String stored) {
+        return MessageDigest.isEqual(stored(versionOf(stored)).getBytes(StandardCharsets.US_ASCII),
+                stored.getBytes(StandardCharsets.US_ASCII));
+    }
+
+    /** The version a stored fingerprint was written in: {@code v<n>:} in front, none for version 1. */
+    static int versionOf(String stored) {
+        int colon = stored.indexOf(':');
+        if (colon < 0) {
+            return 1;
+        }
+        try {
+            if (stored.charAt(0) == 'v') {
+                return Integer.parseInt(stored, 1, colon, 10);
+            }
+        } catch (NumberFormatException e) {
+            // falls through to the refusal below
+        }
+        throw new UnknownFingerprintVersionException(-1);
     }
 
     public static String sha256Hex(String text) {
@@ -22,5 +81,18 @@ public record Fingerprint(String hex) {
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is always present", e);
         }
+    }
+
+    /** A stored fingerprint of a version this code cannot compute: comparing it would guess. */
+    public static final class UnknownFingerprintVersionException extends IllegalStateException {
+        UnknownFingerprintVersionException(int version) {
+            super("a stored fingerprint of unknown version " + (version < 0 ? "(malformed)" : version)
+                    + ": a newer release wrote it; roll forward (this release cannot compare it)");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Fingerprint[" + stored().substring(0, 15) + "…]";
     }
 }

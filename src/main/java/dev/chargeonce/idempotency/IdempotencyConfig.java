@@ -30,6 +30,21 @@ public interface IdempotencyConfig {
         return refundWindow().compareTo(retention()) > 0 ? refundWindow() : retention();
     }
 
+    /**
+     * The fingerprint version new rows are written with ({@link Fingerprint}); every version up to
+     * {@link Fingerprint#LATEST_VERSION} is read whatever this says. Set it to the previous version while a rolling
+     * deploy still runs instances that cannot read the latest one, then to the latest.
+     */
+    @WithDefault("2")
+    int fingerprintVersion();
+
+    /**
+     * The most bytes a stored answer may have ({@link AnswerLimit}): a request whose answer could be larger is
+     * refused before any claim ({@code 400 answer_too_large}), never cut short later.
+     */
+    @WithDefault("65536")
+    int maxAnswerBytes();
+
     /** Rows the retention job deletes per statement; small, so that no lock is held for long. */
     @WithDefault("500")
     int retentionBatchSize();

@@ -15,6 +15,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 
@@ -54,9 +55,9 @@ public class IdempotencyStore {
             WITH inserted AS (
                 INSERT INTO stripe_intents AS si
                     (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
-                     stripe_sending_until, stripe_identity)
+                     stripe_sending_until, stripe_identity, origin)
                 VALUES (?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
-                        clock_timestamp() + ? * interval '1 millisecond', ?)
+                        clock_timestamp() + ? * interval '1 millisecond', ?, ?)
                 ON CONFLICT (client_id, idempotency_key) DO NOTHING
                 RETURNING si.*
             )
@@ -124,7 +125,7 @@ public class IdempotencyStore {
                        last_stripe_error = NULL, stripe_sending_until = NULL
                  WHERE id = ? AND lease_gen = ? AND status = 'processing'
                 RETURNING {returning})
-            {release}
+            {release}{outbox}
             SELECT count(*) FROM done
             """;
 
@@ -174,7 +175,7 @@ public class IdempotencyStore {
                        last_stripe_error = NULL, stripe_sending_until = NULL
                  WHERE id = ? AND status = 'processing'
                 RETURNING {returning})
-            {release}
+            {release}{outbox}
             SELECT count(*) FROM done
             """;
 
@@ -182,6 +183,17 @@ public class IdempotencyStore {
     private static final String FINISH_BY_OPERATOR = FINISH_FROM_STRIPE
             .replace("SET lease_gen = lease_gen + 1,", "SET lease_gen = lease_gen + 1, needs_reconciliation = false,")
             .replace("WHERE id = ? AND status = 'processing'", "WHERE id = ? AND lease_gen = ? AND status = 'processing'");
+
+    /**
+     * {@link #FINISH_BY_OPERATOR} as "nothing was made": only once no try of the key can still reach Stripe, by the
+     * database's clock: the latest a try may have been sent (the last report, or a holder's send bound,
+     * stripe_sending_until, while it may still send) plus the longest a Stripe request runs. A holder's try still
+     * on its way would otherwise charge after the operator's list found nothing (spec/, NothingMadeIsTrue).
+     */
+    private static final String ABANDON_BY_OPERATOR = FINISH_BY_OPERATOR
+            .replace("WHERE id = ? AND lease_gen = ? AND status = 'processing'", "WHERE id = ? AND lease_gen = ? AND status = 'processing'"
+                    + " AND clock_timestamp() >= coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity')"
+                    + " + ? * interval '1 millisecond'");
 
     /** Accepted charges whose outcome has not arrived and whose next look is due: taken for one look each. */
     private static final String TAKE_DUE_ACCEPTED = """
@@ -289,7 +301,8 @@ public class IdempotencyStore {
     private record Sql(String claim, String takeOver, String takeOverExpired, String finish, String advanceState,
                        String lockForObject, String finishFromStripe, String takeDueAccepted, String release,
                        String nextAttempt, String renewLease, String park, String peek, String countAttention,
-                       String deleteFinished, String answerOf, String scheduleRecheck, String finishByOperator) {
+                       String deleteFinished, String answerOf, String scheduleRecheck, String finishByOperator,
+                       String abandonByOperator) {
 
         static Sql of(Operation op) {
             java.util.function.UnaryOperator<String> r = sql -> sql
@@ -297,12 +310,14 @@ public class IdempotencyStore {
                     .replace("{finals}", op.finalStatesSql()).replace("{settled}", op.settledStatesSql())
                     .replace("{rank_now}", op.rankSql(op.stateColumn())).replace("{rank_next}", op.rankSql("?::text"))
                     .replace("{returning}", EXTRAS.get(op).returning()).replace("{release}", EXTRAS.get(op).release())
-                    .replace("{advance_guard}", EXTRAS.get(op).advanceGuard()).replace("{keep}", EXTRAS.get(op).keep());
+                    .replace("{advance_guard}", EXTRAS.get(op).advanceGuard()).replace("{keep}", EXTRAS.get(op).keep())
+                    .replace("{outbox}", EXTRAS.get(op).outbox());
             return new Sql(r.apply(op == Operation.CHARGE ? CLAIM : CLAIM_REFUND), r.apply(TAKE_OVER), r.apply(TAKE_OVER_EXPIRED),
                     r.apply(FINISH), r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE),
                     r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
                     r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS),
-                    r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK), r.apply(FINISH_BY_OPERATOR));
+                    r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK), r.apply(FINISH_BY_OPERATOR),
+                    r.apply(ABANDON_BY_OPERATOR));
         }
     }
 
@@ -313,17 +328,20 @@ public class IdempotencyStore {
      * @param release      what follows a row that ends or moves (a refund that refunded nothing gives its amount back)
      * @param advanceGuard which answered rows Stripe's later word may still move
      * @param keep         what retention keeps besides young rows
+     * @param outbox       what a finish writes besides the row, in the same statement (a Kafka command's result)
      */
-    private record OperationSql(String returning, String release, String advanceGuard, String keep) {
+    private record OperationSql(String returning, String release, String advanceGuard, String keep, String outbox) {
     }
 
     private static final java.util.Map<Operation, OperationSql> EXTRAS = java.util.Map.of(
             // A charge is kept while it has refunds (they are deleted by their own age first): a refund names it.
-            Operation.CHARGE, new OperationSql("id", "", "",
-                    "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id)"),
+            // A charge a Kafka command claimed (origin set) queues its result in the statement that finishes it,
+            // whoever finishes it: the driver, recovery, an event or the sync worker, an operator.
+            Operation.CHARGE, new OperationSql("id, client_id, idempotency_key, origin, response_status, response_body", "", "",
+                    "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id)", ResultOutbox.QUEUE_FINISHED),
             // A refund answered "failed" gave its amount back already; nothing Stripe says later moves it.
             Operation.REFUND, new OperationSql("charge_id, amount, status, refund_status AS state", REFUND_RELEASE,
-                    "AND status <> 'failed'", ""));
+                    "AND status <> 'failed'", "", ""));
 
     private static final java.util.Map<Operation, Sql> SQL = new java.util.EnumMap<>(Operation.class);
 
@@ -334,6 +352,13 @@ public class IdempotencyStore {
         // Derived by replacement: a replacement that no longer matched would leave an operator's finish unfenced.
         if (!FINISH_BY_OPERATOR.contains("lease_gen = ? AND status = 'processing'") || !FINISH_BY_OPERATOR.contains("needs_reconciliation = false")) {
             throw new IllegalStateException("FINISH_BY_OPERATOR lost its fence: " + FINISH_BY_OPERATOR);
+        }
+        // Every statement that ends a charge queues a Kafka command's result with it: one that did not would lose it.
+        Sql charge = SQL.get(Operation.CHARGE);
+        for (String finishing : List.of(charge.finish(), charge.finishFromStripe(), charge.finishByOperator(), charge.abandonByOperator())) {
+            if (!finishing.contains("INSERT INTO kafka_outbox")) {
+                throw new IllegalStateException("a charge's finish lost its outbox: " + finishing);
+            }
         }
     }
 
@@ -362,6 +387,9 @@ public class IdempotencyStore {
     public IdempotencyStore(@Default AgroalDataSource primary, IdempotencyConfig config, MeterRegistry metrics) {
         this.primary = primary;
         this.config = config;
+        if (config.fingerprintVersion() < 1 || config.fingerprintVersion() > Fingerprint.LATEST_VERSION) {
+            throw new IllegalStateException("chargeonce.idempotency.fingerprint-version must be 1 to " + Fingerprint.LATEST_VERSION);
+        }
         this.claimLatency = Timer.builder("chargeonce.db.statement").tag("statement", "claim")
                 .publishPercentileHistogram().register(metrics);
         this.finishLatency = Timer.builder("chargeonce.db.statement").tag("statement", "finish")
@@ -390,13 +418,14 @@ public class IdempotencyStore {
                 ps.setString(i++, intent.id());
                 ps.setString(i++, intent.clientId());
                 ps.setString(i++, intent.key().value());
-                ps.setString(i++, intent.fingerprint().hex());
+                ps.setString(i++, intent.fingerprint().stored(config.fingerprintVersion()));
                 ps.setString(i++, intent.requestJson());
                 ps.setLong(i++, intent.amount());
                 ps.setString(i++, intent.currency());
                 ps.setLong(i++, config.lease().toMillis());
                 ps.setLong(i++, config.lease().toMillis());
                 ps.setString(i++, intent.stripeIdentity());
+                ps.setString(i++, intent.origin());
                 ps.setLong(i++, keyHorizon.toMillis());
                 ps.setLong(i++, keyHorizon.toMillis());
                 ps.setString(i++, intent.clientId());
@@ -415,7 +444,7 @@ public class IdempotencyStore {
             }
             // Someone else took it over or finished it between the two statements: look again.
         }
-        return new Claim.InFlight(Duration.ofSeconds(1));
+        return new Claim.InFlight(Duration.ofSeconds(1), null);
     }
 
     /**
@@ -465,7 +494,7 @@ public class IdempotencyStore {
                 }
                 // The key was claimed by a concurrent request (on another charge, or after our look): answer it.
             }
-            return new RefundClaim.Claimed(new Claim.InFlight(Duration.ofSeconds(1)));
+            return new RefundClaim.Claimed(new Claim.InFlight(Duration.ofSeconds(1), null));
         } finally {
             sample.stop(claimLatency);
         }
@@ -547,7 +576,7 @@ public class IdempotencyStore {
             ps.setString(i++, refund.chargeId());
             ps.setString(i++, refund.clientId());
             ps.setString(i++, refund.key().value());
-            ps.setString(i++, refund.fingerprint().hex());
+            ps.setString(i++, refund.fingerprint().stored(config.fingerprintVersion()));
             ps.setString(i++, terms);
             ps.setLong(i++, refundAmount);
             ps.setString(i++, currency);
@@ -571,6 +600,52 @@ public class IdempotencyStore {
     }
 
     /**
+     * A Kafka command met a charge that already had a row (a redelivery, the producer sent the event twice, or the
+     * key was first claimed over HTTP): the row is made to publish its result too. A row without an origin takes
+     * the command's (so that whoever finishes it queues the result), and one already answered has its answer queued
+     * now, in this statement (the row is locked first, so a finish running meanwhile is either seen or sees the
+     * origin). A row that has an origin is only read: its finish queues, or queued, the result.
+     *
+     * @return the row's origin before this statement (null: an HTTP claim) and whether it is still processing; empty
+     *         when the key has no row
+     */
+    public Optional<KeyOrigin> adoptForResults(String clientId, IdempotencyKey key, String origin) {
+        List<KeyOrigin> found = new ArrayList<>(1);
+        run(ADOPT_FOR_RESULTS, ps -> {
+            ps.setString(1, clientId);
+            ps.setString(2, key.value());
+            ps.setString(3, origin);
+            ps.setString(4, origin);
+        }, rs -> {
+            if (rs.next()) {
+                found.add(new KeyOrigin(rs.getString("id"), rs.getString("origin"),
+                        IntentStatus.fromColumn(rs.getString("status")) == IntentStatus.PROCESSING));
+            }
+        });
+        return found.stream().findFirst();
+    }
+
+    /** @param origin the row's origin before the command met it (null: claimed over HTTP) */
+    public record KeyOrigin(String id, String origin, boolean processing) {
+    }
+
+    private static final String ADOPT_FOR_RESULTS = """
+            WITH before AS (
+                SELECT id, client_id, idempotency_key, origin, status, response_status, response_body
+                  FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?
+                   FOR UPDATE),
+            adopted AS (
+                UPDATE stripe_intents x SET origin = ?, updated_at = clock_timestamp()
+                  FROM before b WHERE x.id = b.id AND b.origin IS NULL
+                RETURNING x.id),
+            done AS (
+                SELECT id, client_id, idempotency_key, ?::text AS origin, response_status, response_body
+                  FROM before WHERE origin IS NULL AND status <> 'processing')
+            %s
+            SELECT id, origin, status FROM before
+            """.formatted(ResultOutbox.QUEUE_FINISHED);
+
+    /**
      * What the key holds, without claiming anything: for when Stripe is known to be unavailable (circuit open),
      * so that replays are still answered and no lease is taken for a call that will not be made. Empty when the
      * key is new; {@link Claim.Unheld} when it is processing with an expired lease (a claim would take it over).
@@ -585,7 +660,7 @@ public class IdempotencyStore {
 
     /** The answer an existing row gives a request with this fingerprint; empty when its lease can be taken over. */
     private static Optional<Claim> classifyExisting(Row row, Fingerprint fingerprint) {
-        if (!row.fingerprint.equals(fingerprint.hex())) {
+        if (!fingerprint.matches(row.fingerprint)) {
             return Optional.of(new Claim.Mismatch());
         }
         if (row.status != IntentStatus.PROCESSING) {
@@ -596,7 +671,7 @@ public class IdempotencyStore {
             return Optional.of(new Claim.UnderReconciliation());
         }
         if (row.leaseLeftMillis > 0) {
-            return Optional.of(new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis)));
+            return Optional.of(new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis), row.id));
         }
         return Optional.empty();
     }
@@ -897,6 +972,61 @@ public class IdempotencyStore {
         return found;
     }
 
+    /** The state a charge shows (as GET does), in SQL: Stripe's once known, else by the key's answer. */
+    private static final String SHOWN_CHARGE_STATUS = "coalesce(charge_status, CASE status WHEN 'completed' THEN 'succeeded' "
+            + "WHEN 'failed' THEN 'failed' ELSE 'processing' END)";
+
+    /**
+     * A page of the client's charges (cursors, creation bounds, status), newest first, at most {@code limit + 1}
+     * rows (the one more says whether there is more). Rides on the client's (client_id, created_at, id) index.
+     */
+    public List<ChargeRecord> listCharges(AgroalDataSource source, String clientId, ChargePage page) {
+        StringBuilder where = new StringBuilder("client_id = ?");
+        List<Object> args = new ArrayList<>();
+        args.add(clientId);
+        if (page.startingAfter() != null) {
+            where.append(" AND (created_at, id) < (?, ?)");
+            args.add(OffsetDateTime.ofInstant(page.startingAfter().created(), ZoneOffset.UTC));
+            args.add(page.startingAfter().id());
+        }
+        if (page.endingBefore() != null) {
+            where.append(" AND (created_at, id) > (?, ?)");
+            args.add(OffsetDateTime.ofInstant(page.endingBefore().created(), ZoneOffset.UTC));
+            args.add(page.endingBefore().id());
+        }
+        if (page.createdGte() != null) {
+            where.append(" AND created_at >= ?");
+            args.add(OffsetDateTime.ofInstant(page.createdGte(), ZoneOffset.UTC));
+        }
+        if (page.createdLte() != null) {
+            where.append(" AND created_at < ?");
+            args.add(OffsetDateTime.ofInstant(page.createdLte().plusSeconds(1), ZoneOffset.UTC)); // the whole second
+        }
+        if (page.status() != null) {
+            where.append(" AND ").append(SHOWN_CHARGE_STATUS).append(" = ?");
+            args.add(page.status());
+        }
+        // Before a cursor means the nearest newer ones: read upwards, then turn the page around.
+        boolean upwards = page.endingBefore() != null;
+        String sql = "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE " + where
+                + (upwards ? " ORDER BY created_at ASC, id ASC" : " ORDER BY created_at DESC, id DESC") + " LIMIT ?";
+        args.add(page.limit() + 1);
+        List<ChargeRecord> found = new ArrayList<>();
+        run(source, sql, ps -> {
+            for (int i = 0; i < args.size(); i++) {
+                ps.setObject(i + 1, args.get(i));
+            }
+        }, rs -> {
+            while (rs.next()) {
+                found.add(chargeRecord(rs));
+            }
+        });
+        if (upwards) {
+            Collections.reverse(found); // newest first; the row past the page (if any) is now the first
+        }
+        return found;
+    }
+
     /**
      * The client's newest charges created after {@code after}, newest first: what a lagging replica may not have
      * yet (see {@code dev.chargeonce.charge.ChargeQueries#list}). Bounded by the client's index, so it reads only
@@ -1066,6 +1196,49 @@ public class IdempotencyStore {
     }
 
     /**
+     * {@link #finishByOperator} with "nothing was made" ({@code answer}), refused (false) while a try of the key may
+     * still reach Stripe: unless {@code requestMaxDuration} has passed since the latest it may have been sent.
+     */
+    public boolean abandonByOperator(Operation op, String id, int seenLeaseGeneration, Final answer, Duration requestMaxDuration) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql(op).abandonByOperator())) {
+            int next = answer.bind(ps, 1);
+            ps.setString(next, id);
+            ps.setInt(next + 1, seenLeaseGeneration);
+            ps.setLong(next + 2, requestMaxDuration.toMillis());
+            return countOf(ps) == 1;
+        } catch (SQLException e) {
+            throw DatabaseFailures.of(e);
+        }
+    }
+
+    /**
+     * When no try of a processing row's key can still reach Stripe, by the database's clock (the latest it may have
+     * been sent, its last report or its holder's send bound, plus {@code requestMaxDuration}), and that clock now;
+     * empty when the row is not processing.
+     */
+    public Optional<KeySettling> keySettling(Operation op, String id, Duration requestMaxDuration) {
+        List<KeySettling> found = new ArrayList<>();
+        run("SELECT coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity') + ? * interval '1 millisecond',"
+                + " clock_timestamp() FROM " + op.table() + " WHERE id = ? AND status = 'processing'", ps -> {
+                    ps.setLong(1, requestMaxDuration.toMillis());
+                    ps.setString(2, id);
+                }, rs -> {
+                    if (rs.next()) {
+                        Timestamp settles = rs.getTimestamp(1);
+                        found.add(new KeySettling(settles == null ? Instant.MIN : settles.toInstant(), rs.getTimestamp(2).toInstant()));
+                    }
+                });
+        return found.stream().findFirst();
+    }
+
+    /** When no try of a key can still reach Stripe, and the database's clock when that was read. */
+    public record KeySettling(Instant settlesAt, Instant databaseNow) {
+        public boolean settled() {
+            return !databaseNow.isBefore(settlesAt);
+        }
+    }
+
+    /**
      * An operator hands a parked (or stuck) row back to the drivers: out of reconciliation, its lease expired, so
      * that the next retry or the recovery worker takes it over with a new generation. Nothing is sent by this; a
      * driver re-sends only what the protocol allows (past the key horizon it parks the row again).
@@ -1140,6 +1313,23 @@ public class IdempotencyStore {
         } catch (SQLException e) {
             throw DatabaseFailures.of(e);
         }
+    }
+
+    /**
+     * Marks a row in flight as awaited ({@code Prefer: wait}): from now on its next move (finished, parked, lease
+     * released or taken over) notifies channel {@code chargeonce_key_changed} (the trigger of V1.7.0). False when
+     * the row is no longer in flight: look again instead of waiting. Writes only the first time.
+     */
+    public boolean awaitRow(Operation op, String rowId) {
+        boolean[] inFlight = {false};
+        run("WITH marked AS (UPDATE " + op.table() + " SET awaited = true WHERE id = ? AND status = 'processing'"
+                + " AND NOT needs_reconciliation AND NOT awaited RETURNING 1)"
+                + " SELECT EXISTS (SELECT 1 FROM marked) OR EXISTS (SELECT 1 FROM " + op.table()
+                + " WHERE id = ? AND status = 'processing' AND NOT needs_reconciliation AND awaited)", ps -> {
+                    ps.setString(1, rowId);
+                    ps.setString(2, rowId);
+                }, rs -> inFlight[0] = rs.next() && rs.getBoolean(1));
+        return inFlight[0];
     }
 
     private int update(String sql, Binder binder) {

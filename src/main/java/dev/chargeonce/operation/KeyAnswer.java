@@ -13,19 +13,35 @@ import java.time.format.DateTimeFormatter;
  * @param retryAfter   set on answers that ask the client to retry the same key later
  * @param originalDate on a replay: when the key's first request came ({@code Idempotent-Original-Date})
  * @param expires      on a replay: when the key's answer stops being kept ({@code Idempotency-Key-Expires})
+ * @param inFlightRow  on a {@code 409} in flight: the key's row, which a request may wait for ({@code Prefer: wait})
+ * @param waitApplied  the {@code Prefer: wait} this answer honoured ({@code Preference-Applied}), in seconds; 0: none
  */
-public record KeyAnswer(int status, String body, boolean replayed, Duration retryAfter, Instant originalDate, Instant expires) {
+public record KeyAnswer(int status, String body, boolean replayed, Duration retryAfter, Instant originalDate, Instant expires,
+                        InFlightRow inFlightRow, int waitApplied) {
+
+    /** The row of a key in flight and how long its holder's lease still runs (by the database's clock). */
+    public record InFlightRow(String id, Duration leaseLeft) {
+    }
 
     public static KeyAnswer first(StoredAnswer answer) {
-        return new KeyAnswer(answer.status(), answer.body(), false, null, null, null);
+        return new KeyAnswer(answer.status(), answer.body(), false, null, null, null, null, 0);
     }
 
     public static KeyAnswer replay(StoredAnswer answer, Instant originalDate, Instant expires) {
-        return new KeyAnswer(answer.status(), answer.body(), true, null, originalDate, expires);
+        return new KeyAnswer(answer.status(), answer.body(), true, null, originalDate, expires, null, 0);
     }
 
     public static KeyAnswer retryLater(int status, String body, Duration retryAfter) {
-        return new KeyAnswer(status, body, false, retryAfter, null, null);
+        return new KeyAnswer(status, body, false, retryAfter, null, null, null, 0);
+    }
+
+    KeyAnswer inFlightOn(InFlightRow row) {
+        return new KeyAnswer(status, body, replayed, retryAfter, originalDate, expires, row, waitApplied);
+    }
+
+    /** This answer, after the request waited as {@code Prefer: wait=seconds} asked. */
+    public KeyAnswer afterWaiting(int seconds) {
+        return new KeyAnswer(status, body, replayed, retryAfter, originalDate, expires, inFlightRow, seconds);
     }
 
     /** HTTP dates (RFC 9110 IMF-fixdate): {@code Tue, 01 Dec 2026 20:09:18 GMT}. */
@@ -50,6 +66,9 @@ public record KeyAnswer(int status, String body, boolean replayed, Duration retr
             if (expires != null) {
                 response.header("Idempotency-Key-Expires", HTTP_DATE.format(expires));
             }
+        }
+        if (waitApplied > 0) {
+            response.header("Preference-Applied", "wait=" + waitApplied);
         }
         if (retryAfter != null) {
             response.header("Retry-After", Math.max(1, (retryAfter.toMillis() + 999) / 1000));

@@ -121,7 +121,8 @@ public class OperationDriver {
             }
             case Claim.InFlight inFlight -> {
                 metrics.conflict(op);
-                yield RetryLaterAnswers.inFlight(inFlightRetryAfter(inFlight.retryAfter()));
+                yield RetryLaterAnswers.inFlight(inFlightRetryAfter(inFlight.retryAfter()),
+                        inFlight.rowId() == null ? null : new KeyAnswer.InFlightRow(inFlight.rowId(), inFlight.retryAfter()));
             }
             case Claim.Mismatch mismatch -> {
                 metrics.mismatch(op);
@@ -369,7 +370,8 @@ public class OperationDriver {
         if (state.parked()) {
             return RetryLaterAnswers.underReconciliation(intent.operation());
         }
-        return state.answer().map(answer -> KeyAnswer.replay(answer, null, null)).orElseGet(() -> RetryLaterAnswers.inFlight(RETRY_SOON));
+        return state.answer().map(answer -> KeyAnswer.replay(answer, null, null)).orElseGet(() -> RetryLaterAnswers.inFlight(RETRY_SOON,
+                new KeyAnswer.InFlightRow(intent.id(), RETRY_SOON)));
     }
 
     /**

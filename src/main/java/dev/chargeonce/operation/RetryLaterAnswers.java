@@ -55,10 +55,11 @@ public final class RetryLaterAnswers {
                 null)), retryAfter);
     }
 
-    public static KeyAnswer inFlight(Duration retryAfter) {
+    /** @param row the key's row, which a request may wait for ({@link KeyAnswer#inFlightRow}); null if unknown */
+    public static KeyAnswer inFlight(Duration retryAfter, KeyAnswer.InFlightRow row) {
         return KeyAnswer.retryLater(409, write(ErrorBody.of("idempotency_error", "idempotency_key_in_use",
                 "Another request with this Idempotency-Key is being processed. Retry after the Retry-After delay.",
-                "Idempotency-Key")), retryAfter);
+                "Idempotency-Key")), retryAfter).inFlightOn(row);
     }
 
     public static KeyAnswer underReconciliation(Operation op) {

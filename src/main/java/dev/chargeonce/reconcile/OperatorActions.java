@@ -143,18 +143,27 @@ public class OperatorActions {
         if (intent.leaseGeneration() != seen) {
             return moved(rowId, seen, intent.leaseGeneration());
         }
-        if (!intent.keySettled(stripeConfig.requestMaxDuration())) {
-            return Outcome.refused("a request with this key may still be running at Stripe (last sent " + intent.stripeKeyLastSent()
-                    + "); try again after " + intent.stripeKeyLastSent().plus(stripeConfig.requestMaxDuration()));
+        // A try of the key may still be on its way: sent by the holder (up to its lease's send bound) and not yet
+        // executed by Stripe. The list below would not see it, and it would charge after "nothing was made".
+        Optional<IdempotencyStore.KeySettling> settling = rows.keySettling(op, rowId, stripeConfig.requestMaxDuration());
+        if (settling.isEmpty()) {
+            return Outcome.refused(rowId + " is not processing: it has its answer already");
         }
-        // Every attempt of the key carries its identity: a list from the claim until now covers all of them.
-        Optional<StripeOutcome> found = side.find(intent, side.parse(intent.requestJson()), intent.createdAt(), Instant.now(),
+        if (!settling.get().settled()) {
+            return Outcome.refused("a request with this key may still reach Stripe (its holder may send until its lease's"
+                    + " send bound); try again after " + settling.get().settlesAt());
+        }
+        // Every attempt of the key carries its identity: a list from before the claim until now covers all of them,
+        // a row lost with a failover and claimed again included (its payment is older than the new row, by at most
+        // the key's horizon: past it the drivers park the key rather than send it).
+        Instant from = intent.createdAt().minus(stripeConfig.keyHorizon()).minus(stripeConfig.requestMaxDuration());
+        Optional<StripeOutcome> found = side.find(intent, side.parse(intent.requestJson()), from, Instant.now(),
                 PROOF_MAX_PAGES, () -> true);
         if (found.isPresent()) {
             return Outcome.refused("Stripe has " + describe(found.get()) + " for this key: attach it instead");
         }
         Final abandoned = new Final(IntentStatus.FAILED, abandonedAnswer(op), null, null, null);
-        if (!rows.finishByOperator(op, rowId, seen, abandoned)) {
+        if (!rows.abandonByOperator(op, rowId, seen, abandoned, stripeConfig.requestMaxDuration())) {
             return Outcome.refused(rowId + " moved while Stripe was asked; look again");
         }
         LOG.warnf("operator marked %s failed: Stripe has nothing for its key", rowId);

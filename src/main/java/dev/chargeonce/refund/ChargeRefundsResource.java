@@ -3,6 +3,9 @@ package dev.chargeonce.refund;
 import dev.chargeonce.auth.ApiKeyFilter;
 import dev.chargeonce.charge.ChargeQueries;
 import dev.chargeonce.idempotency.IdempotencyKey;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.waiting.PreferWait;
+import dev.chargeonce.waiting.WaitThenReplay;
 import dev.chargeonce.web.BodyLimitFilter;
 import io.smallrye.common.annotation.RunOnVirtualThread;
 import jakarta.ws.rs.Consumes;
@@ -24,10 +27,12 @@ public class ChargeRefundsResource {
 
     private final RefundService refunds;
     private final RefundQueries queries;
+    private final WaitThenReplay waiting;
 
-    ChargeRefundsResource(RefundService refunds, RefundQueries queries) {
+    ChargeRefundsResource(RefundService refunds, RefundQueries queries, WaitThenReplay waiting) {
         this.refunds = refunds;
         this.queries = queries;
+        this.waiting = waiting;
     }
 
     @POST
@@ -40,7 +45,9 @@ public class ChargeRefundsResource {
         }
         IdempotencyKey key = IdempotencyKey.parse(idempotencyKey);
         RefundRequest refund = RefundRequest.parse(body == null ? new byte[0] : body);
-        return refunds.refund(ApiKeyFilter.clientId(request), chargeId, key, refund).toResponse(idempotencyKey);
+        String clientId = ApiKeyFilter.clientId(request);
+        int wait = PreferWait.seconds(request.getHeaders().get(PreferWait.HEADER));
+        return waiting.answer(Operation.REFUND, wait, () -> refunds.refund(clientId, chargeId, key, refund)).toResponse(idempotencyKey);
     }
 
     @GET

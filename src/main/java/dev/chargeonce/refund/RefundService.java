@@ -1,5 +1,6 @@
 package dev.chargeonce.refund;
 
+import dev.chargeonce.idempotency.AnswerLimit;
 import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.idempotency.IdempotencyKey;
@@ -37,9 +38,11 @@ public class RefundService {
     private final Admission admission;
     private final StripeGateway stripe;
     private final OperationMetrics metrics;
+    private final AnswerLimit answerLimit;
 
     RefundService(IdempotencyStore store, OperationDriver driver, RefundStripeSide side, StripeConfig stripeConfig,
-                  Admission admission, StripeGateway stripe, OperationMetrics metrics) {
+                  Admission admission, StripeGateway stripe, OperationMetrics metrics, AnswerLimit answerLimit) {
+        this.answerLimit = answerLimit;
         this.store = store;
         this.driver = driver;
         this.side = side;
@@ -60,10 +63,15 @@ public class RefundService {
                 charge -> new RefundTerms(charge.chargeId(), charge.paymentIntentId(), charge.refundAmount(),
                         charge.currency(), request.reason(), request.metadata()).toJson());
         try (Admission.Ticket ticket = admission.enter()) {
-            if (!stripe.acceptingCalls(Operation.REFUND)) {
-                // Circuit open: answer what the key already holds, but reserve nothing for a call we will not make.
+            boolean fits = answerLimit.admits(request.canonicalJson());
+            if (!fits || !stripe.acceptingCalls(Operation.REFUND)) {
+                // Circuit open, or an answer that could exceed the stored answers' bound: answer what the key
+                // already holds, but reserve nothing for a call we will not make.
                 Optional<Claim> existing = store.peek(Operation.REFUND, clientId, key, fingerprint, stripeConfig.keyHorizon());
                 if (existing.isEmpty()) {
+                    if (!fits) {
+                        throw answerLimit.tooLarge();
+                    }
                     metrics.circuitOpenRejection(Operation.REFUND);
                     return RetryLaterAnswers.stripeUnavailable(Operation.REFUND, true, Duration.ofSeconds(2));
                 }

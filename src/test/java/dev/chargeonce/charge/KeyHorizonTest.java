@@ -155,7 +155,7 @@ class KeyHorizonTest {
             ps.setString(1, chargeId);
             ps.setString(2, ACME);
             ps.setString(3, key);
-            ps.setString(4, Fingerprint.of("POST", "/v1/charges", canonical).hex());
+            ps.setString(4, Fingerprint.of("POST", "/v1/charges", canonical).stored());
             ps.setString(5, canonical);
             ps.setString(6, age);
             ps.setString(7, age);

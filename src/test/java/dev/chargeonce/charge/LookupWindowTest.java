@@ -115,7 +115,7 @@ class LookupWindowTest {
             ps.setString(1, ChargeService.newChargeId());
             ps.setString(2, ACME);
             ps.setString(3, key);
-            ps.setString(4, Fingerprint.of("POST", "/v1/charges", canonical).hex());
+            ps.setString(4, Fingerprint.of("POST", "/v1/charges", canonical).stored());
             ps.setString(5, canonical);
             ps.setString(6, age);
             ps.setString(7, age);

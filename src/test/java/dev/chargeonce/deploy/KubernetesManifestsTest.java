@@ -80,6 +80,7 @@ class KubernetesManifestsTest {
     @Test
     void portsAgree() {
         assertEquals(8080, checks(manifests).httpPort());
+        assertEquals(9000, checks(manifests).managementPort());
         assertEquals(List.of(), checks(manifests).ports());
     }
 
@@ -178,6 +179,26 @@ class KubernetesManifestsTest {
             ManifestChecks checks = new ManifestChecks(manifests, QuarkusProperties.parse(applicationPropertiesText + "\nquarkus.http.port=9090\n", "prod"),
                     dockerfile, mainSources);
             assertMentions(checks.ports(), "quarkus.http.port 9090");
+        }
+
+        @Test
+        void managementPortChangedInApplicationProperties() {
+            ManifestChecks checks = new ManifestChecks(manifests, QuarkusProperties.parse(applicationPropertiesText + "\nquarkus.management.port=9100\n", "prod"),
+                    dockerfile, mainSources);
+            assertMentions(checks.ports(), "quarkus.management.port 9100");
+        }
+
+        @Test
+        void managementInterfaceTurnedOff() {
+            ManifestChecks checks = new ManifestChecks(manifests, QuarkusProperties.parse(applicationPropertiesText + "\nquarkus.management.enabled=false\n", "prod"),
+                    dockerfile, mainSources);
+            assertMentions(checks.ports(), "quarkus.management.enabled must be true");
+        }
+
+        @Test
+        void probeOnTheApiPort() {
+            assertNoticed(ManifestChecks::ports, "Deployment",
+                    d -> ((ObjectNode) container(d).at("/livenessProbe/httpGet")).put("port", "http"), "livenessProbe port \"http\" must be the management port 9000");
         }
 
         @Test
@@ -298,6 +319,38 @@ class KubernetesManifestsTest {
         void ingressRuleWithoutPorts() {
             assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
                     n -> ((ObjectNode) n.at("/spec/ingress/0")).remove("ports"), "without ports opens every port");
+        }
+
+        @Test
+        void managementPortOpenToEveryone() {
+            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+                    n -> ((ObjectNode) n.at("/spec/ingress/1")).remove("from"), "the management port 9000 is open to every peer");
+        }
+
+        @Test
+        void managementPortInTheClientsRule() {
+            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+                    n -> ((ArrayNode) n.at("/spec/ingress/0/ports")).addObject().put("protocol", "TCP").put("port", 9000),
+                    "the management port 9000 is open to every peer");
+        }
+
+        @Test
+        void managementPortOpenToAnAddressRange() {
+            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+                    n -> ((ArrayNode) n.at("/spec/ingress/1/from")).addObject().putObject("ipBlock").put("cidr", "0.0.0.0/0"),
+                    "allow the monitoring namespace only");
+        }
+
+        @Test
+        void managementPortClosedToPrometheus() {
+            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+                    n -> ((ArrayNode) n.at("/spec/ingress")).remove(1), "no ingress rule lets the monitoring namespace reach the management port 9000");
+        }
+
+        @Test
+        void scrapeOfTheApiPort() {
+            assertNoticed(ManifestChecks::monitoring, "ServiceMonitor",
+                    m -> ((ObjectNode) m.at("/spec/endpoints/0")).put("port", "http"), "not the management port 9000");
         }
 
         @Test

@@ -184,26 +184,32 @@ final class ManifestChecks {
     List<String> ports() {
         Problems problems = new Problems();
         int httpPort = httpPort();
+        int managementPort = managementPort();
+        problems.check(managementEnabled(), "quarkus.management.enabled must be true: health and metrics belong on the management port");
         JsonNode ports = container().path("ports");
-        problems.check(ports.size() == 1, "the container exposes %d ports, expected the HTTP port only", ports.size());
+        problems.check(ports.size() == 2, "the container exposes %d ports, expected the HTTP port and the management port", ports.size());
         problems.check(containerPort(TextNode.valueOf("http")).orElse(-1) == httpPort,
                 "container port `http` must be quarkus.http.port %d, is %s", httpPort, ports);
+        problems.check(containerPort(TextNode.valueOf("management")).orElse(-1) == managementPort,
+                "container port `management` must be quarkus.management.port %d, is %s", managementPort, ports);
         JsonNode servicePorts = service().body().at("/spec/ports");
         problems.check(!servicePorts.isEmpty(), "the Service has no ports");
         for (JsonNode port : servicePorts) {
-            problems.check(containerPort(port.path("targetPort")).orElse(-1) == httpPort,
-                    "Service port %s: targetPort must lead to container port %d", port, httpPort);
+            int target = containerPort(port.path("targetPort")).orElse(-1);
+            problems.check(target == httpPort || target == managementPort,
+                    "Service port %s: targetPort must lead to container port %d (API) or %d (management)", port, httpPort, managementPort);
         }
+        // Health is served on the management interface only: a probe on the API port gets a 404 and kills the pod.
         for (String probe : List.of("startupProbe", "readinessProbe", "livenessProbe")) {
             JsonNode port = container().path(probe).at("/httpGet/port");
-            problems.check(containerPort(port).orElse(-1) == httpPort, "%s port %s must be the HTTP port %d", probe, port, httpPort);
+            problems.check(containerPort(port).orElse(-1) == managementPort, "%s port %s must be the management port %d", probe, port, managementPort);
         }
         return problems;
     }
 
     List<String> probes() {
         Problems problems = new Problems();
-        String health = nonApplicationRoot() + "/" + trimSlashes(applicationProperties.value("quarkus.smallrye-health.root-path").orElse("health"));
+        String health = managementRoot() + "/" + trimSlashes(applicationProperties.value("quarkus.smallrye-health.root-path").orElse("health"));
         Map<String, String> expected = new LinkedHashMap<>();
         expected.put("startupProbe", health + "/" + trimSlashes(applicationProperties.value("quarkus.smallrye-health.startup-path").orElse("started")));
         expected.put("readinessProbe", health + "/" + trimSlashes(applicationProperties.value("quarkus.smallrye-health.readiness-path").orElse("ready")));
@@ -504,14 +510,35 @@ final class ManifestChecks {
         JsonNode spec = networkPolicyDocument().body().path("spec");
         problems.check(texts(spec.path("policyTypes")).containsAll(List.of("Ingress", "Egress")), "the NetworkPolicy must govern Ingress and Egress");
         int httpPort = httpPort();
+        int managementPort = managementPort();
         problems.check(!spec.path("ingress").isEmpty(), "no ingress rule: the API would be unreachable");
+        boolean apiOpen = false;
+        boolean managementOpen = false;
         for (JsonNode rule : spec.path("ingress")) {
             problems.check(!rule.path("ports").isEmpty(), "ingress rule %s without ports opens every port", rule);
             for (JsonNode port : rule.path("ports")) {
+                boolean tcp = port.path("protocol").asText("TCP").equals("TCP");
                 boolean http = port.path("port").asInt(-1) == httpPort || port.path("port").asText().equals("http");
-                problems.check(http && port.path("protocol").asText("TCP").equals("TCP"), "ingress allows %s; only TCP %d (HTTP) is expected", port, httpPort);
+                boolean management = port.path("port").asInt(-1) == managementPort || port.path("port").asText().equals("management");
+                problems.check((http || management) && tcp, "ingress allows %s; only TCP %d (API) and TCP %d (management) are expected",
+                        port, httpPort, managementPort);
+                apiOpen |= http && tcp;
+                if (management && tcp) {
+                    managementOpen = true;
+                    // Health and metrics are for the monitoring namespace (and the kubelet, which no rule needs):
+                    // never for every peer, never in the clients' rule.
+                    problems.check(!rule.path("from").isEmpty(), "the management port %d is open to every peer (rule %s): allow the monitoring namespace only",
+                            managementPort, rule);
+                    for (JsonNode peer : rule.path("from")) {
+                        problems.check(peer.has("namespaceSelector") && !peer.at("/namespaceSelector/matchLabels").isEmpty() && !peer.has("ipBlock"),
+                                "the management port %d is open to %s: allow the monitoring namespace only (a namespaceSelector with matchLabels)",
+                                managementPort, peer);
+                    }
+                }
             }
         }
+        problems.check(apiOpen, "no ingress rule allows the API port %d", httpPort);
+        problems.check(managementOpen, "no ingress rule lets the monitoring namespace reach the management port %d (Prometheus scrapes it)", managementPort);
         Set<String> egress = new HashSet<>();
         for (JsonNode rule : spec.path("egress")) {
             problems.check(!rule.path("ports").isEmpty(), "egress rule %s without ports opens every port", rule);
@@ -550,14 +577,18 @@ final class ManifestChecks {
 
     List<String> monitoring() {
         Problems problems = new Problems();
-        String metricsPath = nonApplicationRoot() + "/" + trimSlashes(applicationProperties.value("quarkus.micrometer.export.prometheus.path").orElse("metrics"));
-        Set<String> servicePortNames = new HashSet<>();
-        service().body().at("/spec/ports").forEach(p -> servicePortNames.add(p.path("name").asText()));
+        String metricsPath = managementRoot() + "/" + trimSlashes(applicationProperties.value("quarkus.micrometer.export.prometheus.path").orElse("metrics"));
+        Map<String, JsonNode> servicePorts = new HashMap<>();
+        service().body().at("/spec/ports").forEach(p -> servicePorts.put(p.path("name").asText(), p));
         JsonNode endpoints = serviceMonitor().body().at("/spec/endpoints");
         problems.check(!endpoints.isEmpty(), "the ServiceMonitor has no endpoints");
         for (JsonNode endpoint : endpoints) {
-            problems.check(servicePortNames.contains(endpoint.path("port").asText()), "ServiceMonitor port %s is not a Service port name %s",
-                    endpoint.path("port"), servicePortNames);
+            JsonNode servicePort = servicePorts.get(endpoint.path("port").asText());
+            problems.check(servicePort != null, "ServiceMonitor port %s is not a Service port name %s", endpoint.path("port"), servicePorts.keySet());
+            int target = servicePort == null ? -1 : containerPort(servicePort.path("targetPort")).orElse(-1);
+            problems.check(servicePort == null || target == managementPort(),
+                    "ServiceMonitor scrapes Service port %s, which leads to container port %d, not the management port %d (the API port serves no metrics)",
+                    endpoint.path("port"), target, managementPort());
             problems.check(endpoint.path("path").asText().equals(metricsPath), "ServiceMonitor path %s, Quarkus serves %s", endpoint.path("path"), metricsPath);
         }
         // Without jobLabel the Prometheus Operator names the job after the Service.
@@ -578,6 +609,9 @@ final class ManifestChecks {
         required.put("rows past the key horizon", "chargeonce_reconciliation_parked_total");
         required.put("circuit open", "ft_circuitbreaker_state_current");
         required.put("elevated 5xx", "http_server_requests_seconds_count");
+        required.put("Kafka commands waiting (consumer lag)", "chargeonce_kafka_consumer_lag");
+        required.put("Kafka results not published (outbox backlog)", "chargeonce_kafka_outbox_oldest_age_seconds");
+        required.put("Kafka poison records", "chargeonce_kafka_dead_letters_total");
         required.forEach((what, metric) -> problems.check(allExpressions.contains(metric), "no alert for %s (%s)", what, metric));
         problems.check(allExpressions.matches("(?s).*chargeonce_replica_lag_seconds\\S*\\)?\\s*>\\s*1\\b.*"), "the replica lag alert must fire above 1 s");
         problems.check(allExpressions.contains("status=~\"5..\""), "the 5xx alert must select status=~\"5..\"");
@@ -691,8 +725,18 @@ final class ManifestChecks {
         return effectiveProperties().value("quarkus.http.port").map(Integer::parseInt).orElse(8080);
     }
 
-    private String nonApplicationRoot() {
-        return "/" + trimSlashes(applicationProperties.value("quarkus.http.non-application-root-path").orElse("q"));
+    boolean managementEnabled() {
+        return Boolean.parseBoolean(applicationProperties.value("quarkus.management.enabled").orElse("false"));
+    }
+
+    int managementPort() {
+        return effectiveProperties().value("quarkus.management.port").map(Integer::parseInt).orElse(9000);
+    }
+
+    /** Where health and metrics are served: under the management interface's root path when it is enabled. */
+    private String managementRoot() {
+        return managementEnabled() ? "/" + trimSlashes(applicationProperties.value("quarkus.management.root-path").orElse("q"))
+                : "/" + trimSlashes(applicationProperties.value("quarkus.http.non-application-root-path").orElse("q"));
     }
 
     /** The container port a probe's or Service's port refers to: a number, or the name of a container port. */

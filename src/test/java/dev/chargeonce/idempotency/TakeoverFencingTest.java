@@ -147,7 +147,7 @@ class TakeoverFencingTest {
         assertEquals("{\"winner\":true}", store.answerOf(Operation.CHARGE, original.id()).orElseThrow().body());
         Claim replay = store.claim(intent, HORIZON);
         assertEquals(new StoredAnswer(201, "{\"winner\":true}"), assertInstanceOf(Claim.Replay.class, replay).answer());
-        assertInstanceOf(Claim.Mismatch.class, store.claim(new NewIntent(Operation.CHARGE, "chg_other", client, key, new Fingerprint("other"),
+        assertInstanceOf(Claim.Mismatch.class, store.claim(new NewIntent(Operation.CHARGE, "chg_other", client, key, Fingerprint.of("POST", "/v1/charges", "other"),
                 "{}", 1, "usd", "identity-other"), HORIZON));
     }
 
@@ -194,7 +194,7 @@ class TakeoverFencingTest {
 
     private static NewIntent newIntent(String client, String key) {
         return new NewIntent(Operation.CHARGE, "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24), client,
-                new IdempotencyKey(key), new Fingerprint("fp"), REQUEST, 1, "usd", "identity-" + client + "-" + key);
+                new IdempotencyKey(key), Fingerprint.of("POST", "/v1/charges", REQUEST), REQUEST, 1, "usd", "identity-" + client + "-" + key);
     }
 
     /** What a holder's write may change in a row; {@code leaseLive} as the database clock sees it. */

@@ -190,7 +190,7 @@ class ReadReplicaIT {
             assertEquals(chargeId, JSON.readTree(list.body()).get("data").get(0).get("id").asText());
             assertEquals(errorsBefore + 2, metric("chargeonce_replica_fallbacks_total", "reason=\"error\""),
                     "both reads, and only they, fell back on error");
-            HttpResponse<String> ready = client.get(service.uri("/q/health/ready"));
+            HttpResponse<String> ready = client.get(service.managementUri("/q/health/ready"));
             assertEquals(200, ready.statusCode(), "the service stays ready without its replica: " + ready.body());
         } finally {
             replicaProxy.restore();
@@ -321,7 +321,7 @@ class ReadReplicaIT {
 
     /** One sample of a counter or gauge from the service's Prometheus endpoint (0 when absent). */
     private double metric(String name, String labelFragment) {
-        HttpResponse<String> metrics = client.get(service.uri("/q/metrics"));
+        HttpResponse<String> metrics = client.get(service.managementUri("/q/metrics"));
         return metrics.body().lines()
                 .filter(line -> line.startsWith(name + "{") || line.startsWith(name + " "))
                 .filter(line -> labelFragment == null || line.contains(labelFragment))

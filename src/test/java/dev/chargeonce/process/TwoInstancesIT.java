@@ -195,11 +195,11 @@ class TwoInstancesIT {
     }
 
     private double gauge(ServiceProcess instance, String name) {
-        String metrics = client.get(instance.uri("/q/metrics")).body();
+        String metrics = client.get(instance.managementUri("/q/metrics")).body();
         return metrics.lines()
                 .filter(line -> line.startsWith(name + "{") || line.startsWith(name + " "))
                 .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)))
                 .findFirst()
-                .orElseThrow(() -> new AssertionError(name + " is not exported by " + instance.uri("/q/metrics")));
+                .orElseThrow(() -> new AssertionError(name + " is not exported by " + instance.managementUri("/q/metrics")));
     }
 }

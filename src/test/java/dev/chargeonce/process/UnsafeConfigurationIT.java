@@ -27,10 +27,23 @@ class UnsafeConfigurationIT {
         assertTrue(log.contains("chargeonce.idempotency.lease"), "the log names the setting:\n" + tail(log));
     }
 
+    @Test
+    void theKafkaIngressWithoutTheRecoveryWorkerOrWithAutoCommitIsRefused() throws Exception {
+        // No broker is needed: the refusal comes before any connection.
+        String log = refused("unsafe-kafka", Map.of("chargeonce.kafka.enabled", "true", "chargeonce.recovery.enabled", "false",
+                "chargeonce.kafka.client.\"enable.auto.commit\"", "true"));
+        assertTrue(log.contains("chargeonce.recovery.enabled=true"), "the recovery worker finishes what commands leave unknown:\n" + tail(log));
+        assertTrue(log.contains("enable.auto.commit"), "offsets are committed after the rows, never on a timer:\n" + tail(log));
+    }
+
     private static String refused(String name, String property, String value) throws Exception {
+        return refused(name, Map.of(property, value));
+    }
+
+    private static String refused(String name, Map<String, String> settings) throws Exception {
         try (ProcessEnvironment env = new ProcessEnvironment(name.replace('-', '_'))) {
             Map<String, String> config = env.serviceConfig();
-            config.put(property, value);
+            config.putAll(settings);
             return ServiceProcess.startExpectingRefusal(name, config, Duration.ofSeconds(60));
         }
     }

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.stripe.StripeKeys;
+import dev.chargeonce.testing.Management;
 import dev.chargeonce.testing.PostgresAndSandbox;
 import dev.chargeonce.testing.SandboxControl;
 import io.agroal.api.AgroalDataSource;
@@ -153,7 +154,7 @@ class ReconciliationTest {
             Map<String, Object> duplicate = findingAbout("duplicate_payment_intents", StripeKeys.identity(ACME, key));
             assertNotNull(duplicate, "two payments for one key");
             assertEquals(charge, duplicate.get("rowId"));
-            String metrics = given().get("/q/metrics").then().extract().asString();
+            String metrics = Management.given().get("/q/metrics").then().extract().asString();
             assertTrue(metrics.lines().anyMatch(l -> l.startsWith("chargeonce_reconciliation_open_findings{kind=\"duplicate_payment_intents\"")
                     && !l.endsWith(" 0.0")), "the duplicates gauge counts it");
         } finally {
@@ -241,6 +242,42 @@ class ReconciliationTest {
         assertEquals("charge_abandoned", answer.jsonPath().getString("error.code"));
         assertEquals("true", answer.header("Idempotent-Replayed"));
         assertEquals(creates, stripe.createRequests(), "and nothing is ever sent for it again");
+    }
+
+    /**
+     * Found by the protocol model (spec/, check NothingMadeIsTrue): an operator marks a row failed while its holder's
+     * try is still on its way to Stripe. The list finds nothing yet, the row would answer "nothing was made, use a
+     * new key", and then the try charges: the customer pays twice. A row whose holder may still send (its lease's
+     * send bound, stripe_sending_until) is refused, whatever the list says.
+     */
+    @Test
+    void markFailedIsRefusedWhileATryOfTheKeyMayStillReachStripe() throws Exception {
+        String key = UUID.randomUUID().toString();
+        stripe.plan("slow:4000"); // the holder's try is at Stripe, not yet executed
+        java.util.concurrent.CompletableFuture<Response> holder = java.util.concurrent.CompletableFuture.supplyAsync(() -> charge(ACME_KEY, key, VISA));
+        String chargeId = null;
+        long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+        while (chargeId == null) {
+            assertTrue(System.nanoTime() < until, "the charge was never claimed");
+            try (java.sql.Connection c = primary.getConnection();
+                 java.sql.PreparedStatement ps = c.prepareStatement("SELECT id FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                ps.setString(1, ACME);
+                ps.setString(2, key);
+                try (java.sql.ResultSet rs = ps.executeQuery()) {
+                    chargeId = rs.next() ? rs.getString(1) : null;
+                }
+            }
+            Thread.sleep(chargeId == null ? 20 : 0);
+        }
+        int generation = operator().get("/admin/v1/rows/charge/" + chargeId).then().statusCode(200).extract().path("row.leaseGeneration");
+        Response refused = operator().contentType(ContentType.JSON).body(Map.of("lease_gen", generation, "reason", "looks stuck"))
+                .post("/admin/v1/rows/charge/" + chargeId + "/mark-failed");
+        Response answer = holder.get(60, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(409, refused.statusCode(), "marking failed while a try may still reach Stripe: " + refused.asString());
+        assertEquals(201, answer.statusCode(), "the holder's try charged, and its answer says so: " + answer.asString());
+        assertEquals(1, stripe.intentsFor(ACME, key).size());
+        Response retry = charge(ACME_KEY, key, VISA);
+        assertEquals(201, retry.statusCode(), "a retry is told the payment was made, never to use a new key: " + retry.asString());
     }
 
     @Test

@@ -3,6 +3,7 @@ package dev.chargeonce.recovery;
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.chargeonce.testing.Management;
 import dev.chargeonce.testing.PostgresAndSandbox;
 import io.agroal.api.AgroalDataSource;
 import io.quarkus.test.common.TestResourceScope;
@@ -42,7 +43,7 @@ class StuckRowsTest {
         }
         try {
             gauges.refresh();
-            String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+            String metrics = Management.given().get("/q/metrics").then().statusCode(200).extract().asString();
             assertTrue(gauge(metrics, "chargeonce_processing_overdue_rows") >= 1, "a 40-minute-old processing row is overdue");
             assertTrue(gauge(metrics, "chargeonce_processing_oldest_age_seconds") >= 40 * 60, "its age is exported");
             assertTrue(gauge(metrics, "chargeonce_processing_max_drives") >= 240, "and how often it was driven");

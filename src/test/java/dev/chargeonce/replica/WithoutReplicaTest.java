@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.testing.Management;
 import dev.chargeonce.testing.PostgresAndSandbox;
 import io.agroal.api.AgroalDataSource;
 import io.quarkus.agroal.DataSource;
@@ -43,7 +44,7 @@ class WithoutReplicaTest {
         assertFalse(reads.replicaConfigured());
         assertTrue(reads.onReplica(source -> "read").isEmpty(), "there is no replica to run a read on");
         assertSame(primary, reads.primary());
-        String metrics = given().when().get("/q/metrics").then().statusCode(200).extract().asString();
+        String metrics = Management.given().when().get("/q/metrics").then().statusCode(200).extract().asString();
         assertFalse(metrics.contains("chargeonce_replica_lag"), "no replica, no lag gauge");
     }
 

@@ -17,7 +17,8 @@ import java.util.Map;
 
 /**
  * The packaged service ({@code java -jar target/quarkus-app/quarkus-run.jar}) as a real OS process that a test
- * can {@code kill -9}, stop with SIGTERM and start again on the same port. Its log goes to
+ * can {@code kill -9}, stop with SIGTERM and start again on the same ports: the API's ({@link #uri}) and the
+ * management interface's ({@link #managementUri}: health, metrics), each a free one of its own. Its log goes to
  * {@code target/process-logs/<name>-<n>.log}.
  */
 public final class ServiceProcess implements AutoCloseable {
@@ -27,6 +28,7 @@ public final class ServiceProcess implements AutoCloseable {
 
     private final String name;
     private final int port;
+    private final int managementPort;
     private final Map<String, String> config;
     private Process process;
     private int starts;
@@ -34,6 +36,7 @@ public final class ServiceProcess implements AutoCloseable {
     private ServiceProcess(String name, int port, Map<String, String> config) {
         this.name = name;
         this.port = port;
+        this.managementPort = freePort();
         this.config = config;
     }
 
@@ -72,6 +75,15 @@ public final class ServiceProcess implements AutoCloseable {
         }
     }
 
+    /** Changes (value null: removes) a config property for the next {@link #startProcess()}. */
+    public void configure(String key, String value) {
+        if (value == null) {
+            config.remove(key);
+        } else {
+            config.put(key, value);
+        }
+    }
+
     public void startProcess() {
         awaitReady(Duration.ofSeconds(60), launch());
     }
@@ -81,6 +93,7 @@ public final class ServiceProcess implements AutoCloseable {
         command.add(ProcessHandle.current().info().command().orElse("java"));
         command.add("-Xmx256m");
         command.add("-Dquarkus.http.port=" + port);
+        command.add("-Dquarkus.management.port=" + managementPort);
         command.add("-Dquarkus.log.console.json.enabled=false");
         config.forEach((k, v) -> command.add("-D" + k + "=" + v));
         command.add("-jar");
@@ -97,7 +110,7 @@ public final class ServiceProcess implements AutoCloseable {
 
     private boolean ready() {
         try {
-            return HTTP.send(HttpRequest.newBuilder(uri("/q/health/ready")).timeout(Duration.ofSeconds(2)).build(),
+            return HTTP.send(HttpRequest.newBuilder(managementUri("/q/health/ready")).timeout(Duration.ofSeconds(2)).build(),
                     HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
         } catch (IOException e) {
             return false;
@@ -181,8 +194,14 @@ public final class ServiceProcess implements AutoCloseable {
         return port;
     }
 
+    /** A URI on the API port. */
     public URI uri(String path) {
         return URI.create("http://127.0.0.1:" + port + path);
+    }
+
+    /** A URI on the management interface's port: {@code /q/health/...}, {@code /q/metrics}. */
+    public URI managementUri(String path) {
+        return URI.create("http://127.0.0.1:" + managementPort + path);
     }
 
     private void waitFor() {

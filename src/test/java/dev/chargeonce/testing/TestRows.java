@@ -35,7 +35,7 @@ public final class TestRows {
             ps.setString(1, chargeId);
             ps.setString(2, clientId);
             ps.setString(3, key);
-            ps.setString(4, Fingerprint.of("POST", "/v1/charges", canonical).hex());
+            ps.setString(4, Fingerprint.of("POST", "/v1/charges", canonical).stored());
             ps.setString(5, canonical);
             ps.setString(6, StripeKeys.identity(clientId, key));
             ps.executeUpdate();

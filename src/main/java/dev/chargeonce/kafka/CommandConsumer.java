@@ -1,0 +1,302 @@
+package dev.chargeonce.kafka;
+
+import dev.chargeonce.recovery.RecoveryConfig;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.annotation.Priority;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.interceptor.Interceptor;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.apache.kafka.clients.consumer.CommitFailedException;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
+import org.apache.kafka.common.errors.WakeupException;
+import org.jboss.logging.Logger;
+
+/**
+ * Consumes charge commands (at least once) and commits each record's offset only after its row is committed
+ * (see {@link CommandHandler} for when that is): a crash before the offset commit redelivers the record, whose
+ * claim finds the row and charges nothing more; a crash before the row's commit leaves the offset where it was.
+ *
+ * <p>A plain {@link KafkaConsumer} on one thread of its own, started only when {@code chargeonce.kafka.enabled}:
+ * the records of one poll are handled partition by partition in parallel (in order within a partition), then the
+ * offsets after the last acknowledged record of each partition are committed synchronously, before the next poll.
+ * So a rebalance, which runs inside {@code poll}, never revokes a partition with a record half-handled here: what
+ * was handled is committed, what was not is the next owner's. A record that could not be claimed now (database down,
+ * shutting down) stops its partition there; the partition is sought back to it and paused for
+ * {@code chargeonce.kafka.retry-backoff}, and the other partitions go on.
+ */
+@ApplicationScoped
+public class CommandConsumer {
+
+    private static final Logger LOG = Logger.getLogger(CommandConsumer.class);
+
+    private final KafkaConfig config;
+    private final RecoveryConfig recovery;
+    private final CommandHandler handler;
+    private final DeadLetters deadLetters;
+    private final KafkaMetrics metrics;
+    private final ResultRelay relay;
+    private final KafkaProducers producers;
+    private volatile boolean running;
+    private Thread thread;
+    private final Map<TopicPartition, Long> pausedUntil = new HashMap<>();
+
+    CommandConsumer(KafkaConfig config, RecoveryConfig recovery, CommandHandler handler, DeadLetters deadLetters,
+                    KafkaMetrics metrics, ResultRelay relay, KafkaProducers producers) {
+        this.config = config;
+        this.recovery = recovery;
+        this.handler = handler;
+        this.deadLetters = deadLetters;
+        this.metrics = metrics;
+        this.relay = relay;
+        this.producers = producers;
+    }
+
+    void start(@Observes StartupEvent event) {
+        if (!config.enabled()) {
+            return;
+        }
+        List<String> problems = problems(config, recovery.enabled());
+        if (!problems.isEmpty()) {
+            throw new IllegalStateException("refusing to start, the configuration breaks exactly-once:\n  - "
+                    + String.join("\n  - ", problems));
+        }
+        metrics.register();
+        running = true;
+        thread = Thread.ofPlatform().name("kafka-commands").daemon().start(this::run);
+        relay.start();
+        LOG.infof("Kafka ingress on: commands from %s (group %s, charged as client %s), results to %s, dead letters to %s",
+                config.commandsTopic(), config.groupId(), config.clientId(), config.resultsTopic(), config.deadLetterTopic());
+    }
+
+    /** What the ingress refuses to start with. */
+    static List<String> problems(KafkaConfig config, boolean recoveryEnabled) {
+        List<String> problems = new ArrayList<>();
+        if (!recoveryEnabled) {
+            problems.add("chargeonce.kafka.enabled=true needs chargeonce.recovery.enabled=true: a command whose charge is"
+                    + " still unknown is acknowledged once its row is committed, and the recovery worker is who finishes"
+                    + " that row (and queues its result).");
+        }
+        for (String key : config.client().keySet()) {
+            if (KafkaClients.FIXED.contains(key)) {
+                problems.add("chargeonce.kafka.client.\"" + key + "\" cannot be set: the ingress' guarantees rest on it"
+                        + " (offsets committed after the rows, acks=all, idempotent producer).");
+            }
+        }
+        if (config.clientId().isBlank()) {
+            problems.add("chargeonce.kafka.client-id must name the client the commands are charged under.");
+        }
+        return problems;
+    }
+
+    /** First on shutdown: no new poll. The records in hand finish (or are refused: the admission closes) and commit. */
+    void stopPolling(@Observes @Priority(Interceptor.Priority.PLATFORM_BEFORE - 1) ShutdownEvent event) {
+        running = false;
+    }
+
+    /** After the charges in flight had their grace: wait for the loop to commit and leave the group. */
+    void awaitStop(@Observes @Priority(Interceptor.Priority.PLATFORM_BEFORE + 1) ShutdownEvent event) {
+        if (thread == null) {
+            return;
+        }
+        try {
+            thread.join(Duration.ofSeconds(10));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        relay.stop();
+        producers.close();
+    }
+
+    private void run() {
+        while (running) {
+            try {
+                consume();
+            } catch (RuntimeException e) {
+                LOG.errorf(e, "Kafka consumer failed; starting again in %s", config.retryBackoff());
+                sleep(config.retryBackoff().toMillis());
+            }
+        }
+    }
+
+    private void consume() {
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(KafkaClients.consumer(config, Instances.NAME));
+             ExecutorService partitions = Executors.newVirtualThreadPerTaskExecutor()) {
+            consumer.subscribe(List.of(config.commandsTopic()), new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+                    // Called inside poll(): every record handled so far was committed before it.
+                    pausedUntil.keySet().removeAll(revoked);
+                    LOG.infof("partitions revoked: %s", revoked);
+                }
+
+                @Override
+                public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
+                    LOG.infof("partitions assigned: %s", assigned);
+                }
+            });
+            long nextGauge = 0;
+            while (running) {
+                resumeDue(consumer);
+                ConsumerRecords<byte[], byte[]> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(200));
+                } catch (WakeupException e) {
+                    continue;
+                }
+                if (!records.isEmpty()) {
+                    handleAndCommit(consumer, records, partitions);
+                }
+                if (System.nanoTime() - nextGauge > 0) {
+                    measureLag(consumer);
+                    nextGauge = System.nanoTime() + config.gaugeInterval().toNanos();
+                }
+            }
+        }
+    }
+
+    /** Where a partition's records stopped: the offset to commit (the next to handle), and for how long to pause. */
+    private record Stop(TopicPartition partition, long first, long next, Duration pause) {
+    }
+
+    private void handleAndCommit(KafkaConsumer<byte[], byte[]> consumer, ConsumerRecords<byte[], byte[]> records,
+                                 ExecutorService partitions) {
+        // Start no record after half of max.poll.interval: the rest is handed back to the next poll (or owner).
+        long deadline = System.nanoTime() + config.maxPollInterval().toNanos() / 2;
+        List<Future<Stop>> work = new ArrayList<>();
+        for (TopicPartition partition : records.partitions()) {
+            List<ConsumerRecord<byte[], byte[]>> batch = records.records(partition);
+            work.add(partitions.submit(() -> handlePartition(partition, batch, deadline)));
+        }
+        Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
+        List<Stop> stops = new ArrayList<>();
+        for (Future<Stop> future : work) {
+            Stop stop;
+            try {
+                stop = future.get();
+            } catch (Exception e) {
+                throw new IllegalStateException("a partition's records could not be handled", e);
+            }
+            stops.add(stop);
+            if (stop.next() > stop.first()) {
+                commits.put(stop.partition(), new OffsetAndMetadata(stop.next()));
+            }
+        }
+        if (!commits.isEmpty()) {
+            if (!config.offsetCommitDelay().isZero()) {
+                LOG.infof("holding the offset commit %s (chargeonce.kafka.offset-commit-delay): %s", config.offsetCommitDelay(), commits);
+                sleep(config.offsetCommitDelay().toMillis());
+            }
+            try {
+                consumer.commitSync(commits);
+                LOG.debugf("offsets committed: %s", commits);
+            } catch (CommitFailedException | RebalanceInProgressException e) {
+                // Rebalanced meanwhile: the next owner reads these records again and finds their rows.
+                LOG.warnf("offsets not committed (%s); the partitions' next owner gets the records again", e.getMessage());
+            }
+        }
+        for (Stop stop : stops) {
+            TopicPartition partition = stop.partition();
+            long last = records.records(partition).getLast().offset();
+            if (stop.next() <= last && consumer.assignment().contains(partition)) {
+                consumer.seek(partition, stop.next());
+                if (stop.pause() != null) {
+                    consumer.pause(List.of(partition));
+                    pausedUntil.put(partition, System.nanoTime() + stop.pause().toNanos());
+                }
+            }
+        }
+    }
+
+    private Stop handlePartition(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> batch, long deadline) {
+        long first = batch.getFirst().offset();
+        long next = first;
+        for (ConsumerRecord<byte[], byte[]> record : batch) {
+            if (!running || System.nanoTime() - deadline > 0) {
+                return new Stop(partition, first, next, null);
+            }
+            CommandHandler.Decision decision;
+            try {
+                decision = handler.handle(new CommandHandler.Command(record.topic(), record.partition(), record.offset(),
+                        record.key(), record.value()));
+            } catch (RuntimeException e) {
+                LOG.errorf(e, "command at %s-%d@%d failed; tried again in %s", record.topic(), record.partition(),
+                        record.offset(), config.retryBackoff());
+                decision = new CommandHandler.Decision.Retry("error", config.retryBackoff());
+            }
+            switch (decision) {
+                case CommandHandler.Decision.Ack ack -> metrics.record(ack.result());
+                case CommandHandler.Decision.DeadLetter letter -> {
+                    try {
+                        deadLetters.send(record, letter.reason());
+                    } catch (Exception e) {
+                        LOG.warnf("dead letter for %s-%d@%d not sent (%s); tried again", record.topic(), record.partition(),
+                                record.offset(), e.getMessage());
+                        metrics.record("retried");
+                        return new Stop(partition, first, next, config.retryBackoff());
+                    }
+                    LOG.warnf("poison record %s-%d@%d sent to %s: %s", record.topic(), record.partition(), record.offset(),
+                            config.deadLetterTopic(), letter.reason());
+                    metrics.record("dead_lettered");
+                }
+                case CommandHandler.Decision.Retry retry -> {
+                    LOG.infof("command at %s-%d@%d not claimable now (%s); tried again in %s", record.topic(),
+                            record.partition(), record.offset(), retry.reason(), retry.after());
+                    metrics.record("retried");
+                    return new Stop(partition, first, next, retry.after());
+                }
+            }
+            next = record.offset() + 1;
+        }
+        return new Stop(partition, first, next, null);
+    }
+
+    private void resumeDue(KafkaConsumer<byte[], byte[]> consumer) {
+        if (pausedUntil.isEmpty()) {
+            return;
+        }
+        long now = System.nanoTime();
+        List<TopicPartition> due = new ArrayList<>();
+        pausedUntil.forEach((partition, until) -> {
+            if (now - until >= 0) {
+                due.add(partition);
+            }
+        });
+        due.forEach(pausedUntil::remove);
+        due.retainAll(consumer.assignment());
+        if (!due.isEmpty()) {
+            consumer.resume(due);
+        }
+    }
+
+    private void measureLag(KafkaConsumer<byte[], byte[]> consumer) {
+        long lag = 0;
+        for (TopicPartition partition : consumer.assignment()) {
+            lag += consumer.currentLag(partition).orElse(0);
+        }
+        metrics.lag(lag);
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

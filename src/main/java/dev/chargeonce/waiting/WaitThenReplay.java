@@ -1,0 +1,117 @@
+package dev.chargeonce.waiting;
+
+import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.operation.KeyAnswer;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+
+/**
+ * Wait instead of 409 ({@code Prefer: wait=N}): a request that finds its key in flight is held until the key's row
+ * moves, then asks again, which answers the replay (or takes the lease over if the first request let it go). It
+ * never polls: it marks the row awaited and sleeps until the row's NOTIFY ({@link KeyChangeListener}), the lease's
+ * end (the holder may have crashed: then this request can take over) or the end of its wait, whichever is first.
+ * Waiting holds no database connection, and the caller runs on a virtual thread, which unmounts while it waits.
+ */
+@ApplicationScoped
+public class WaitThenReplay {
+
+    /** The slack after a lease's end before looking again: the row's lease is over by the database's clock too. */
+    private static final long AFTER_LEASE_MILLIS = 50;
+
+    private final KeyChangeListener listener;
+    private final IdempotencyStore store;
+    /**
+     * One claim at a time per row among this instance's waiters: a row whose holder let its lease go (an unknown
+     * outcome) wakes every waiter, and only the first may take it over and call Stripe; the others claim after it
+     * and find it held (they wait on) or answered (the replay), instead of a burst of takeovers with one Stripe key.
+     */
+    private final Map<String, ReentrantLock> claiming = new ConcurrentHashMap<>();
+
+    WaitThenReplay(KeyChangeListener listener, IdempotencyStore store) {
+        this.listener = listener;
+        this.store = store;
+    }
+
+    /**
+     * The answer of {@code attempt} (one claim of the key), waiting up to {@code seconds} while it answers 409 in
+     * flight; with {@code seconds} 0, or while this instance hears no notifications, the first answer as it is.
+     */
+    public KeyAnswer answer(Operation op, int seconds, Supplier<KeyAnswer> attempt) {
+        KeyAnswer answer = attempt.get();
+        if (seconds <= 0 || !listener.listening()) {
+            return answer;
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        int unlocated = 0;
+        boolean waited = false;
+        while (answer.status() == 409) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0 || !listener.listening()) {
+                break;
+            }
+            waited = true;
+            KeyAnswer.InFlightRow row = answer.inFlightRow();
+            if (row == null) {
+                // The row changed between the claim's two statements (rare): look again, a bounded number of times.
+                if (++unlocated > 2) {
+                    break;
+                }
+            } else {
+                try (KeyChangeListener.Registration wakeUp = listener.register(row.id())) {
+                    if (store.awaitRow(op, row.id())) {
+                        long leaseEnds = row.leaseLeft().toNanos() + TimeUnit.MILLISECONDS.toNanos(AFTER_LEASE_MILLIS);
+                        sleepUntil(wakeUp, Math.min(left, leaseEnds));
+                    }
+                }
+            }
+            // The row moved, its lease ended, or the wait ran out: one more claim says what the key holds now.
+            KeyAnswer next = row == null ? attempt.get() : claimInTurn(row.id(), deadline, attempt);
+            if (next == null) {
+                break; // the wait ran out while another waiter claimed
+            }
+            answer = next;
+        }
+        // Preference-Applied only when the preference mattered: the key was in flight and this request was held.
+        return waited ? answer.afterWaiting(seconds) : answer;
+    }
+
+    /** {@code attempt} under the row's claim lock of this instance, or null when the wait runs out first. */
+    private KeyAnswer claimInTurn(String rowId, long deadline, Supplier<KeyAnswer> attempt) {
+        ReentrantLock lock = claiming.computeIfAbsent(rowId, id -> new ReentrantLock());
+        try {
+            if (!lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                return null;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+        try {
+            return attempt.get();
+        } finally {
+            if (!lock.hasQueuedThreads()) {
+                claiming.remove(rowId, lock);
+            }
+            lock.unlock();
+        }
+    }
+
+    private static void sleepUntil(KeyChangeListener.Registration wakeUp, long nanos) {
+        try {
+            wakeUp.moved.get(nanos, TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            // the lease ended or the wait ran out: look again
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

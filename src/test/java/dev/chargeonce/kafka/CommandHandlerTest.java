@@ -1,0 +1,212 @@
+package dev.chargeonce.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chargeonce.idempotency.ResultOutbox;
+import dev.chargeonce.testing.PostgresAndSandbox;
+import dev.chargeonce.testing.SandboxControl;
+import io.agroal.api.AgroalDataSource;
+import io.quarkus.test.common.TestResourceScope;
+import io.quarkus.test.common.WithTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import jakarta.inject.Inject;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A charge command through the handler alone (no broker): the same claim as HTTP, what may be acknowledged, and the
+ * result queued in the finish's own statement, once per charge, whoever finishes it.
+ */
+@QuarkusTest
+@WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
+class CommandHandlerTest {
+
+    static final String VISA = "{\"amount\":1200,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}";
+    static final String DECLINED = "{\"amount\":1200,\"currency\":\"usd\",\"payment_method\":\"pm_card_chargeDeclined\"}";
+
+    @Inject
+    CommandHandler handler;
+
+    @Inject
+    ResultOutbox outbox;
+
+    @Inject
+    AgroalDataSource primary;
+
+    @Inject
+    KafkaConfig config;
+
+    @ConfigProperty(name = "chargeonce.stripe.api-base")
+    String sandboxBase;
+
+    SandboxControl stripe;
+
+    @BeforeEach
+    void setUp() {
+        stripe = new SandboxControl(sandboxBase);
+    }
+
+    private static CommandHandler.Command command(String eventId, String body, long offset) {
+        return new CommandHandler.Command("charge-commands", 0, offset,
+                eventId == null ? null : eventId.getBytes(StandardCharsets.UTF_8), body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void aCommandChargesOnceAndItsRedeliveryAndItsDuplicateChargeNothingMore() throws Exception {
+        String event = "order-" + UUID.randomUUID();
+        long offset = Math.abs(UUID.randomUUID().getMostSignificantBits() % 1_000_000_000L);
+        long creates = stripe.createRequests();
+
+        assertEquals(new CommandHandler.Decision.Ack("charged"), handler.handle(command(event, VISA, offset)));
+        assertEquals(creates + 1, stripe.createRequests(), "one create at Stripe");
+        List<Queued> queued = queued(event);
+        assertEquals(1, queued.size(), "the finish queued the result");
+        Row row = row(event);
+        assertEquals("completed", row.status());
+        assertEquals("kafka:charge-commands-0@" + offset, row.origin());
+        assertEquals(row.id(), queued.get(0).chargeId());
+        assertEquals(201, queued.get(0).status());
+        assertEquals(row.body(), queued.get(0).body(), "the result is the HTTP answer, byte for byte");
+
+        // The same record again (a crash before its offset was committed) and the same event at another offset (the
+        // producer sent it twice): answered by the row, not charged, not queued again.
+        assertEquals(new CommandHandler.Decision.Ack("redelivered"), handler.handle(command(event, VISA, offset)));
+        assertEquals(new CommandHandler.Decision.Ack("duplicate"), handler.handle(command(event, VISA, offset + 7)));
+        assertEquals(creates + 1, stripe.createRequests(), "Stripe was not asked again");
+        assertEquals(1, queued(event).size(), "one result for the charge");
+        assertEquals(1, stripe.intentsFor(config.clientId(), event).size(), "one PaymentIntent");
+    }
+
+    @Test
+    void aDeclineIsAResultToo() throws Exception {
+        String event = "order-" + UUID.randomUUID();
+        assertEquals(new CommandHandler.Decision.Ack("charged"), handler.handle(command(event, DECLINED, 1)));
+        List<Queued> queued = queued(event);
+        assertEquals(1, queued.size());
+        assertEquals(402, queued.get(0).status());
+        assertTrue(queued.get(0).body().contains("card_declined"), queued.get(0).body());
+    }
+
+    @Test
+    void anEventIdReusedWithAnotherBodyIsAnsweredAsA422AndNotCharged() throws Exception {
+        String event = "order-" + UUID.randomUUID();
+        handler.handle(command(event, VISA, 10));
+        long creates = stripe.createRequests();
+        String other = "{\"amount\":999,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}";
+
+        assertEquals(new CommandHandler.Decision.Ack("refused"), handler.handle(command(event, other, 11)));
+        assertEquals(new CommandHandler.Decision.Ack("refused"), handler.handle(command(event, other, 11)));
+        assertEquals(creates, stripe.createRequests(), "nothing sent to Stripe");
+        List<Queued> queued = queued(event);
+        assertEquals(2, queued.size(), "the charge's result and one 422 (its redelivery queues nothing more)");
+        Queued refused = queued.get(1);
+        assertNull(refused.chargeId());
+        assertEquals(422, refused.status());
+        assertEquals("{\"error\":{\"type\":\"idempotency_error\",\"code\":\"idempotency_key_reused\",\"message\":\"This"
+                + " Idempotency-Key was already used with a different request. Use a new key for a new payment.\","
+                + "\"param\":\"Idempotency-Key\"}}", refused.body(), "the 422 POST /v1/charges answers");
+    }
+
+    @Test
+    void poisonRecordsAreDeadLetteredWithTheReasonAndNothingIsStored() throws Exception {
+        long creates = stripe.createRequests();
+        String event = "order-" + UUID.randomUUID();
+        CommandHandler.Decision notJson = handler.handle(command(event, "{not json", 1));
+        assertTrue(assertInstanceOf(CommandHandler.Decision.DeadLetter.class, notJson).reason().contains("body_not_json"));
+        CommandHandler.Decision invalid = handler.handle(command(event, "{\"amount\":10.5,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}", 2));
+        assertTrue(assertInstanceOf(CommandHandler.Decision.DeadLetter.class, invalid).reason().contains("\"param\":\"amount\""));
+        CommandHandler.Decision noKey = handler.handle(command(null, VISA, 3));
+        assertTrue(assertInstanceOf(CommandHandler.Decision.DeadLetter.class, noKey).reason().contains("idempotency_key_missing"));
+        CommandHandler.Decision badKey = handler.handle(new CommandHandler.Command("charge-commands", 0, 4,
+                new byte[]{(byte) 0xff, 'a'}, VISA.getBytes(StandardCharsets.UTF_8)));
+        assertTrue(assertInstanceOf(CommandHandler.Decision.DeadLetter.class, badKey).reason().contains("idempotency_key_invalid"));
+        assertEquals(creates, stripe.createRequests());
+        assertNull(row(event), "no row for a poison record");
+    }
+
+    @Test
+    void aKeyFirstClaimedOverHttpUnderTheSameClientPublishesItsResultWhenTheCommandMeetsIt() throws Exception {
+        String event = "order-" + UUID.randomUUID();
+        // An HTTP claim of the same (client, key): the same row, no origin, nothing queued by its finish.
+        dev.chargeonce.charge.ChargeService charges = io.quarkus.arc.Arc.container().instance(dev.chargeonce.charge.ChargeService.class).get();
+        charges.charge(config.clientId(), new dev.chargeonce.idempotency.IdempotencyKey(event),
+                dev.chargeonce.charge.ChargeRequestParser.parse(VISA.getBytes(StandardCharsets.UTF_8)));
+        assertEquals(0, queued(event).size());
+        assertNull(row(event).origin());
+
+        assertEquals(new CommandHandler.Decision.Ack("duplicate"), handler.handle(command(event, VISA, 5)));
+        assertEquals(1, queued(event).size(), "the command's result is queued from the row's answer");
+        assertEquals(row(event).body(), queued(event).get(0).body());
+        handler.handle(command(event, VISA, 5));
+        assertEquals(1, queued(event).size(), "once");
+    }
+
+    @Test
+    void theRelayPublishesEachQueuedResultAndMarksItSent() throws Exception {
+        String event = "order-" + UUID.randomUUID();
+        handler.handle(command(event, VISA, 1));
+        List<ResultOutbox.QueuedResult> seen = new ArrayList<>();
+        // A relay that fails to publish leaves everything queued.
+        try {
+            outbox.relay(10_000, results -> {
+                throw new IllegalStateException("broker down");
+            });
+        } catch (IllegalStateException expected) {
+            // as a broker outage
+        }
+        int published = 0;
+        int pass;
+        while ((pass = outbox.relay(10_000, results -> {
+            seen.addAll(results);
+            return results.stream().map(ResultOutbox.QueuedResult::id).toList();
+        })) > 0) {
+            published += pass;
+        }
+        assertTrue(published >= 1);
+        assertEquals(1, seen.stream().filter(r -> r.eventId().equals(event)).count(), "published once");
+        assertEquals(0, outbox.relay(10_000, results -> List.of()), "nothing left to publish");
+        assertTrue(queued(event).get(0).sent(), "marked sent");
+    }
+
+    record Row(String id, String status, String origin, String body) {
+    }
+
+    record Queued(String chargeId, int status, String body, boolean sent) {
+    }
+
+    private Row row(String key) throws Exception {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT id, status, origin, response_body FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+            ps.setString(1, config.clientId());
+            ps.setString(2, key);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? new Row(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4)) : null;
+            }
+        }
+    }
+
+    private List<Queued> queued(String eventId) throws Exception {
+        List<Queued> found = new ArrayList<>();
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT charge_id, status, body, sent_at IS NOT NULL FROM kafka_outbox WHERE event_id = ? ORDER BY id")) {
+            ps.setString(1, eventId);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    found.add(new Queued(rs.getString(1), rs.getInt(2), rs.getString(3), rs.getBoolean(4)));
+                }
+            }
+        }
+        return found;
+    }
+}
