@@ -187,13 +187,15 @@ public class IdempotencyStore {
     /**
      * {@link #FINISH_BY_OPERATOR} as "nothing was made": only once no try of the key can still reach Stripe, by the
      * database's clock: the latest a try may have been sent (the last report, or a holder's send bound,
-     * stripe_sending_until, while it may still send) plus the longest a Stripe request runs. A holder's try still
-     * on its way would otherwise charge after the operator's list found nothing (spec/, NothingMadeIsTrue).
+     * stripe_sending_until, while it may still send) plus the longest a Stripe request runs; and not before a lease
+     * and that duration have passed since the row was created, which bounds the tries of a row of the same key the
+     * database lost (its holders claimed before this row and send only within their leases). A try still on its way
+     * would otherwise charge after the operator's list found nothing (spec/, NothingMadeIsTrue).
      */
     private static final String ABANDON_BY_OPERATOR = FINISH_BY_OPERATOR
             .replace("WHERE id = ? AND lease_gen = ? AND status = 'processing'", "WHERE id = ? AND lease_gen = ? AND status = 'processing'"
                     + " AND clock_timestamp() >= coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity')"
-                    + " + ? * interval '1 millisecond'");
+                    + " + ? * interval '1 millisecond' AND clock_timestamp() >= created_at + ? * interval '1 millisecond'");
 
     /** Accepted charges whose outcome has not arrived and whose next look is due: taken for one look each. */
     private static final String TAKE_DUE_ACCEPTED = """
@@ -1197,7 +1199,8 @@ public class IdempotencyStore {
 
     /**
      * {@link #finishByOperator} with "nothing was made" ({@code answer}), refused (false) while a try of the key may
-     * still reach Stripe: unless {@code requestMaxDuration} has passed since the latest it may have been sent.
+     * still reach Stripe: unless {@code requestMaxDuration} has passed since the latest it may have been sent, and the
+     * lease and that duration since the row was created.
      */
     public boolean abandonByOperator(Operation op, String id, int seenLeaseGeneration, Final answer, Duration requestMaxDuration) {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql(op).abandonByOperator())) {
@@ -1205,6 +1208,7 @@ public class IdempotencyStore {
             ps.setString(next, id);
             ps.setInt(next + 1, seenLeaseGeneration);
             ps.setLong(next + 2, requestMaxDuration.toMillis());
+            ps.setLong(next + 3, config.lease().plus(requestMaxDuration).toMillis());
             return countOf(ps) == 1;
         } catch (SQLException e) {
             throw DatabaseFailures.of(e);
@@ -1213,15 +1217,17 @@ public class IdempotencyStore {
 
     /**
      * When no try of a processing row's key can still reach Stripe, by the database's clock (the latest it may have
-     * been sent, its last report or its holder's send bound, plus {@code requestMaxDuration}), and that clock now;
+     * been sent, its last report or its holder's send bound, plus {@code requestMaxDuration}; at the earliest the
+     * lease and that duration after the row was created), and that clock now;
      * empty when the row is not processing.
      */
     public Optional<KeySettling> keySettling(Operation op, String id, Duration requestMaxDuration) {
         List<KeySettling> found = new ArrayList<>();
-        run("SELECT coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity') + ? * interval '1 millisecond',"
-                + " clock_timestamp() FROM " + op.table() + " WHERE id = ? AND status = 'processing'", ps -> {
+        run("SELECT greatest(coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity') + ? * interval '1 millisecond',"
+                + " created_at + ? * interval '1 millisecond'), clock_timestamp() FROM " + op.table() + " WHERE id = ? AND status = 'processing'", ps -> {
                     ps.setLong(1, requestMaxDuration.toMillis());
-                    ps.setString(2, id);
+                    ps.setLong(2, config.lease().plus(requestMaxDuration).toMillis());
+                    ps.setString(3, id);
                 }, rs -> {
                     if (rs.next()) {
                         Timestamp settles = rs.getTimestamp(1);
