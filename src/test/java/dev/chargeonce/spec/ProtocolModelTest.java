@@ -1,0 +1,241 @@
+package dev.chargeonce.spec;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The protocol model (spec/chargeonce.als) is checked by Alloy 6, and it is tied to the code.
+ *
+ * <p>{@link #everyCheckHasItsExpectedResult}: Alloy (copied to target/alloy by the maven-dependency-plugin) runs
+ * every {@code check} of the model in its own process; a check marked {@code expect 0} (safety, liveness) must find no
+ * counterexample within its bounds, one marked {@code expect 1} (the old rules put back) must find one, so a model
+ * that proves nothing fails here too.
+ *
+ * <p>{@link #theMappingMatchesTheCode}: the table of spec/README.md names, for every action of the model, the Java
+ * method and the SQL statement of {@code IdempotencyStore} it stands for. Every name in it must exist, every action
+ * of the model's {@code step} must have a row, and every statement (and every public method) of the store must be in
+ * the table or in the README's list of what the model leaves out: renaming, adding or removing one breaks this test
+ * until the model and its table follow.
+ *
+ * <p>Plain JUnit: no Quarkus, no database.
+ */
+class ProtocolModelTest {
+
+    private static final Path MODEL = Path.of("spec", "chargeonce.als");
+    private static final Path README = Path.of("spec", "README.md");
+    private static final Path ALLOY = Path.of("target", "alloy", "alloy.jar");
+    private static final Path OUT = Path.of("target", "alloy-out");
+    private static final Path SOURCES = Path.of("src", "main", "java");
+    private static final Path STORE = SOURCES.resolve("dev/chargeonce/idempotency/IdempotencyStore.java");
+
+    /** The checks the model must have, with what each must find (0: no counterexample; 1: one). */
+    private static final Map<String, Integer> CHECKS = new LinkedHashMap<>();
+
+    static {
+        CHECKS.put("NoDoubleCharge", 0);
+        CHECKS.put("ChargeAnswersTrue", 0);
+        CHECKS.put("NothingMadeIsTrue", 0);
+        CHECKS.put("RefundsWithinCharge", 0);
+        CHECKS.put("NeverBackwards", 0);
+        CHECKS.put("EveryRowEnds", 0);
+        CHECKS.put("FairTracesExist", 1);
+        CHECKS.put("EveryRowEndsNeedsRecovery", 1);
+        CHECKS.put("OldKeyRuleDoubleCharges", 1);
+        CHECKS.put("OldAbsenceRuleDoubleCharges", 1);
+        CHECKS.put("SearchInsteadOfListDoubleCharges", 1);
+    }
+
+    @Test
+    void everyCheckHasItsExpectedResult() throws Exception {
+        assertTrue(Files.isRegularFile(ALLOY), ALLOY + " is missing: it is copied by the maven-dependency-plugin (process-test-resources)");
+        String solver = System.getProperty("chargeonce.alloy.solver", "sat4j");
+        List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xss16m", "-Xmx1g", "--enable-native-access=ALL-UNNAMED", "-jar", ALLOY.toString(), "exec", "-f", "-q", "-s", solver, "-t", "text", "-o", OUT.toString(),
+                MODEL.toString());
+        Path log = Files.createDirectories(Path.of("target")).resolve("alloy-exec.log");
+        long started = System.nanoTime();
+        Process alloy = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        if (!alloy.waitFor(15, TimeUnit.MINUTES)) {
+            alloy.destroyForcibly();
+            fail("Alloy did not finish within 15 minutes; see " + log);
+        }
+        String output = Files.readString(log, StandardCharsets.UTF_8);
+        // Alloy exits with 1 when a check does not meet its expect: the receipt says which, and is read below.
+        assertTrue(Files.isRegularFile(OUT.resolve("receipt.json")), "Alloy wrote no receipt (exit " + alloy.exitValue() + "):\n" + output);
+        System.out.printf("Alloy (%s) ran every check in %d s%n", solver, TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started));
+
+        JsonNode receipt = new ObjectMapper().readTree(OUT.resolve("receipt.json").toFile());
+        JsonNode commands = receipt.path("commands");
+        Set<String> found = new LinkedHashSet<>();
+        List<String> wrong = new ArrayList<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = commands.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> entry = it.next();
+            String name = entry.getKey();
+            JsonNode check = entry.getValue();
+            found.add(name);
+            boolean counterexample = check.path("solution").size() > 0;
+            long millis = 0;
+            for (JsonNode s : check.path("solution")) {
+                millis += s.path("duration").asLong();
+            }
+            // The receipt leaves out an "expects" of 0 (and writes -1 for a command without expect).
+            int expects = check.has("expects") ? check.path("expects").asInt() : 0;
+            System.out.printf("  %-8s %-38s expect %2d  %s%n", check.path("type").asText(), name, expects,
+                    counterexample ? "SAT (counterexample found)" : "UNSAT (none within the bounds)");
+            Integer wanted = CHECKS.get(name);
+            if (!"check".equals(check.path("type").asText())) {
+                wrong.add(name + ": only checks belong in the model (a run proves nothing here)");
+            } else if (wanted == null) {
+                wrong.add(name + ": a check this test does not know; add it to CHECKS with its expected result");
+            } else if (expects != wanted) {
+                wrong.add(name + ": the model says expect " + expects + ", this test expects " + wanted);
+            } else if (counterexample != (wanted == 1)) {
+                wrong.add(name + (wanted == 1
+                        ? ": expected a counterexample (an old rule put back, or a trace that must exist), and none was found: the model no longer sees it"
+                        : ": COUNTEREXAMPLE FOUND, see " + OUT + " (" + name + "-solution-0.*)"));
+            }
+        }
+        for (String name : CHECKS.keySet()) {
+            if (!found.contains(name)) {
+                wrong.add(name + ": missing from the model");
+            }
+        }
+        assertTrue(wrong.isEmpty(), String.join("\n", wrong) + "\n\nAlloy's output:\n" + output);
+    }
+
+    // ---- the table in spec/README.md against the code and the model ----------------------------------------------
+
+    private static final Pattern ROW = Pattern.compile("^\\|\\s*`([A-Za-z0-9]+)`\\s*\\|([^|]*)\\|([^|]*)\\|([^|]*)\\|\\s*$");
+    private static final Pattern METHOD = Pattern.compile("`([A-Z][A-Za-z0-9]*)#([a-z][A-Za-z0-9]*)`");
+    private static final Pattern SQL = Pattern.compile("`([A-Z][A-Z0-9_]+)`");
+    private static final Pattern INLINE_SQL = Pattern.compile("`((?:SELECT|UPDATE|INSERT|DELETE|SET|WHERE) [^`]*)`");
+    private static final Pattern STORE_CONSTANT = Pattern.compile("private static final String ([A-Z][A-Z0-9_]+)\\s*=");
+    private static final Pattern STORE_PUBLIC = Pattern.compile("^    public (?!record|static|interface)[^=;(]*?\\s([a-z][A-Za-z0-9]*)\\(", Pattern.MULTILINE);
+
+    @Test
+    void theMappingMatchesTheCode() throws IOException {
+        String readme = Files.readString(README, StandardCharsets.UTF_8);
+        String model = Files.readString(MODEL, StandardCharsets.UTF_8);
+        String store = Files.readString(STORE, StandardCharsets.UTF_8);
+        List<String> wrong = new ArrayList<>();
+
+        Set<String> tableActions = new TreeSet<>();
+        Set<String> tableSql = new TreeSet<>();
+        Set<String> tableMethods = new TreeSet<>();
+        for (String line : readme.split("\n")) {
+            Matcher row = ROW.matcher(line.strip());
+            if (!row.matches()) {
+                continue;
+            }
+            String action = row.group(1);
+            tableActions.add(action);
+            if (!Pattern.compile("(?m)^pred " + action + "\\b").matcher(model).find()) {
+                wrong.add("README names the action " + action + ", the model has no pred " + action);
+            }
+            Matcher m = METHOD.matcher(row.group(2));
+            while (m.find()) {
+                String cls = m.group(1);
+                String method = m.group(2);
+                tableMethods.add(cls + "#" + method);
+                Path source = sourceOf(cls);
+                if (source == null) {
+                    wrong.add(action + ": no class " + cls + " in " + SOURCES);
+                } else if (!Pattern.compile("\\s" + method + "(\\(|\\s*[,)])").matcher(Files.readString(source)).find()) {
+                    // a method, or a record's component (its accessor)
+                    wrong.add(action + ": " + cls + " has no method " + method);
+                }
+            }
+            Matcher s = SQL.matcher(row.group(3));
+            while (s.find()) {
+                String constant = s.group(1);
+                tableSql.add(constant);
+                if (!store.contains("String " + constant + " =")) {
+                    wrong.add(action + ": IdempotencyStore has no statement " + constant);
+                }
+            }
+            Matcher inline = INLINE_SQL.matcher(row.group(3));
+            while (inline.find()) {
+                String text = inline.group(1).replace("…", "").strip();
+                if (!store.contains(text)) {
+                    wrong.add(action + ": IdempotencyStore has no statement starting \"" + text + "\"");
+                }
+            }
+        }
+
+        // Every action of the model's step has a row.
+        Matcher step = Pattern.compile("(?s)pred step \\{(.*?)\\n}").matcher(model);
+        assertTrue(step.find(), "the model has no pred step");
+        Matcher call = Pattern.compile("\\b([A-Z][A-Za-z0-9]+)(\\[|\\s*$|\\s*\\n)").matcher(step.group(1));
+        Set<String> stepActions = new TreeSet<>();
+        while (call.find()) {
+            stepActions.add(call.group(1));
+        }
+        stepActions.removeAll(Set.of("ChargeKey", "RefundKey", "Body", "Row", "Holder", "Req", "Obj", "PState", "Key", "Attempt"));
+        for (String action : stepActions) {
+            if (!tableActions.contains(action)) {
+                wrong.add("the model's action " + action + " has no row in spec/README.md's table");
+            }
+        }
+
+        // Every statement and public method of the store is in the table, or listed as left out (with why).
+        String leftOut = section(readme, "## What the model leaves out of IdempotencyStore");
+        Matcher constant = STORE_CONSTANT.matcher(store);
+        while (constant.find()) {
+            String name = constant.group(1);
+            if (!tableSql.contains(name) && !leftOut.contains("`" + name + "`")) {
+                wrong.add("IdempotencyStore's statement " + name + " has no model action (spec/README.md)");
+            }
+        }
+        Matcher method = STORE_PUBLIC.matcher(store);
+        while (method.find()) {
+            String name = method.group(1);
+            if (!tableMethods.contains("IdempotencyStore#" + name) && !leftOut.contains("`IdempotencyStore#" + name + "`")) {
+                wrong.add("IdempotencyStore#" + name + " has no model action (spec/README.md)");
+            }
+        }
+        for (Matcher named = METHOD.matcher(leftOut); named.find(); ) {
+            if (named.group(1).equals("IdempotencyStore") && !store.contains(" " + named.group(2) + "(")) {
+                wrong.add("spec/README.md leaves out IdempotencyStore#" + named.group(2) + ", which does not exist");
+            }
+        }
+        for (Matcher named = SQL.matcher(leftOut); named.find(); ) {
+            if (!store.contains("String " + named.group(1) + " =")) {
+                wrong.add("spec/README.md leaves out the statement " + named.group(1) + ", which does not exist");
+            }
+        }
+        assertTrue(wrong.isEmpty(), String.join("\n", wrong));
+    }
+
+    private static String section(String markdown, String heading) {
+        int start = markdown.indexOf(heading);
+        assertTrue(start >= 0, "spec/README.md has no section \"" + heading + "\"");
+        int end = markdown.indexOf("\n## ", start + heading.length());
+        return end < 0 ? markdown.substring(start) : markdown.substring(start, end);
+    }
+
+    private static Path sourceOf(String simpleName) throws IOException {
+        try (Stream<Path> files = Files.walk(SOURCES)) {
+            return files.filter(p -> p.getFileName().toString().equals(simpleName + ".java")).findFirst().orElse(null);
+        }
+    }
+}
