@@ -1,6 +1,5 @@
 package dev.chargeonce.web;
 
-import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import jakarta.ws.rs.NotAcceptableException;
 import jakarta.ws.rs.NotAllowedException;
 import jakarta.ws.rs.NotFoundException;
@@ -24,21 +23,17 @@ public class ErrorMappers {
 
     @ServerExceptionMapper
     public Response api(ApiException e) {
+        return answer(e);
+    }
+
+    /** An {@link ApiException} in the error shape: for mappers of other packages' exceptions too. */
+    public static Response answer(ApiException e) {
         Response response = respond(e.status(), ErrorBody.of(e.type(), e.code(), e.getMessage(), e.param()), e.retryAfter());
         if ("operator_credentials_required".equals(e.code())) {
             // The console is opened by a browser: tell it to ask for the operator's credentials.
             return Response.fromResponse(response).header("WWW-Authenticate", "Basic realm=\"chargeonce operators\", charset=\"UTF-8\"").build();
         }
         return response;
-    }
-
-    @ServerExceptionMapper
-    public Response database(DatabaseUnavailableException e) {
-        LOG.warnf("database unavailable: %s", e.getMessage());
-        return api(ApiException.unavailable("database_unavailable",
-                "The charge database cannot be reached right now. Retry later; a charge retried with the same Idempotency-Key"
-                        + " is never charged twice.",
-                java.time.Duration.ofSeconds(2)));
     }
 
     @ServerExceptionMapper
