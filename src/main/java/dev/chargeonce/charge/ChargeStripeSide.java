@@ -46,7 +46,7 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
     @Override
     public StripeCall send(ClaimedIntent intent, ChargeRequest request, long sendBefore) {
         return stripe.createAndConfirm(new PaymentOrder(identity(intent), intent.clientId(), intent.stripeAttempt(),
-                StripeKeys.derive(intent.clientId(), intent.key(), intent.stripeAttempt()), request.amount(),
+                StripeKeys.ofIdentity(false, identity(intent), intent.stripeAttempt()), request.amount(),
                 request.currency(), request.paymentMethod(), request.customer(), request.description(), request.metadata(),
                 sendBefore));
     }
@@ -90,7 +90,8 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
         return ChargeOutcomes.chargeStatus(outcome).map(ChargeStatus::column);
     }
 
+    /** The identity the row stores (what was sent, what the console shows); computed only for a row without one. */
     private static String identity(ClaimedIntent intent) {
-        return StripeKeys.identity(intent.clientId(), intent.key().value());
+        return intent.stripeIdentity() != null ? intent.stripeIdentity() : StripeKeys.identity(intent.clientId(), intent.key().value());
     }
 }

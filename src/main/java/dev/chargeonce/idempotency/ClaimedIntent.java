@@ -20,11 +20,14 @@ import java.time.Instant;
  *                         yet: followed by id
  * @param pendingChecks    how often that object was looked at (the back-off's step)
  * @param databaseNow      the database's clock when the lease was granted
+ * @param stripeIdentity   the key's identity at Stripe as the row stores it (stripe_identity): every Stripe key of
+ *                         the row is derived from it, not recomputed from the client's key
  */
 public record ClaimedIntent(Operation operation, String id, String clientId, IdempotencyKey key, String requestJson, long amount, String currency,
                             int leaseGeneration, long leaseAcquiredNanos, int stripeAttempt, String lastStripeError,
                             boolean keyBeyondHorizon, Instant createdAt, Instant stripeKeyFirstSent,
-                            Instant stripeKeyLastSent, String stripeObjectId, int pendingChecks, Instant databaseNow) {
+                            Instant stripeKeyLastSent, String stripeObjectId, int pendingChecks, Instant databaseNow,
+                            String stripeIdentity) {
 
     public static final String SERVER_ERROR = "server_error";
 

@@ -37,7 +37,7 @@ public class IdempotencyStore {
     private static final String COLUMNS = """
             x.id, x.client_id, x.idempotency_key, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
             x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at, x.finished_at,
-            x.stripe_key_first_sent, x.stripe_key_last_sent, x.{o} AS object_id, x.pending_checks, clock_timestamp() AS db_now,
+            x.stripe_key_first_sent, x.stripe_key_last_sent, x.{o} AS object_id, x.pending_checks, x.stripe_identity, clock_timestamp() AS db_now,
             (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
             ceil(extract(epoch FROM (x.lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms""";
 
@@ -1366,7 +1366,7 @@ public class IdempotencyStore {
                        String currency, IntentStatus status, int leaseGeneration, int stripeAttempt,
                        String lastStripeError, boolean needsReconciliation, int responseStatus, String responseBody,
                        Timestamp createdAt, Timestamp finishedAt, Timestamp stripeKeyFirstSent, Timestamp stripeKeyLastSent, String objectId,
-                       int pendingChecks, Timestamp databaseNow, boolean beyondHorizon, long leaseLeftMillis, long acquired) {
+                       int pendingChecks, String stripeIdentity, Timestamp databaseNow, boolean beyondHorizon, long leaseLeftMillis, long acquired) {
 
         static Row read(ResultSet rs, long acquired) throws SQLException {
             return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
@@ -1375,7 +1375,7 @@ public class IdempotencyStore {
                     rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
                     rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
                     rs.getTimestamp("finished_at"), rs.getTimestamp("stripe_key_first_sent"), rs.getTimestamp("stripe_key_last_sent"),
-                    rs.getString("object_id"), rs.getInt("pending_checks"), rs.getTimestamp("db_now"),
+                    rs.getString("object_id"), rs.getInt("pending_checks"), rs.getString("stripe_identity"), rs.getTimestamp("db_now"),
                     rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"), acquired);
         }
 
@@ -1383,7 +1383,7 @@ public class IdempotencyStore {
             return new ClaimedIntent(op, id, clientId, new IdempotencyKey(idempotencyKey), request, amount, currency, leaseGeneration,
                     acquired, stripeAttempt, lastStripeError, beyondHorizon, createdAt.toInstant(), stripeKeyFirstSent.toInstant(),
                     stripeKeyLastSent == null ? null : stripeKeyLastSent.toInstant(), objectId, pendingChecks,
-                    databaseNow.toInstant());
+                    databaseNow.toInstant(), stripeIdentity);
         }
     }
 }

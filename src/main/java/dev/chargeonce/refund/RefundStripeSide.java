@@ -53,7 +53,7 @@ public class RefundStripeSide implements StripeSide<RefundTerms> {
     @Override
     public StripeCall send(ClaimedIntent intent, RefundTerms terms, long sendBefore) {
         return stripe.createRefund(new RefundOrder(identity(intent), intent.clientId(), intent.stripeAttempt(),
-                StripeKeys.deriveRefund(intent.clientId(), intent.key(), intent.stripeAttempt()), terms.paymentIntent(),
+                StripeKeys.ofIdentity(true, identity(intent), intent.stripeAttempt()), terms.paymentIntent(),
                 terms.amount(), terms.reason(), terms.metadata(), sendBefore));
     }
 
@@ -104,7 +104,9 @@ public class RefundStripeSide implements StripeSide<RefundTerms> {
         return RefundResponses.state(outcome);
     }
 
+    /** The identity the row stores (what was sent, what the console shows); computed only for a row without one. */
     private static String identity(ClaimedIntent intent) {
-        return StripeKeys.refundIdentity(intent.clientId(), intent.key().value());
+        return intent.stripeIdentity() != null ? intent.stripeIdentity()
+                : StripeKeys.refundIdentity(intent.clientId(), intent.key().value());
     }
 }

@@ -16,6 +16,7 @@ import io.restassured.response.Response;
 import jakarta.inject.Inject;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
@@ -160,6 +161,39 @@ class LostRowTest {
         assertEquals(201, after.statusCode(), after.asString());
         assertFinalIsOriginalOrParked(after, original);
         assertOnlyPaymentIntent(key, original);
+    }
+
+    /**
+     * Every Stripe key of a row is derived from the identity the row stores (stripe_identity), not recomputed from the
+     * client's key: a takeover sends what the row says was sent (the console shows it), the step that lets the key
+     * itself leave the table later.
+     */
+    @Test
+    void aTakeoverSendsTheStripeKeyOfTheStoredIdentity() throws Exception {
+        String key = UUID.randomUUID().toString();
+        String identity = "stored" + UUID.randomUUID().toString().replace("-", "").substring(0, 24);
+        String canonical = ChargeRequestParser.parse(ChargeApiTest.VISA.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .canonicalJson();
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
+                                            lease_until, stripe_key_first_sent, created_at, stripe_identity)
+                VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - interval '1 second', now() - interval '31 seconds',
+                        now() - interval '31 seconds', ?)""")) {
+            ps.setString(1, ChargeService.newChargeId());
+            ps.setString(2, ACME);
+            ps.setString(3, key);
+            ps.setString(4, dev.chargeonce.idempotency.Fingerprint.of("POST", "/v1/charges", canonical).stored());
+            ps.setString(5, canonical);
+            ps.setString(6, identity);
+            assertEquals(1, ps.executeUpdate());
+        }
+        Response after = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
+        assertEquals(201, after.statusCode(), after.asString());
+        List<JsonNode> sent = new ArrayList<>();
+        stripe.ledger("key=" + identity).forEach(sent::add);
+        assertEquals(1, sent.size(), "the PaymentIntent carries the stored identity");
+        assertEquals(dev.chargeonce.stripe.StripeKeys.ofIdentity(false, identity, 1), sent.get(0).get("sandbox_idempotency_key").asText());
+        assertEquals(List.of(), stripe.intentsFor(ACME, key), "nothing under the identity computed from the key");
     }
 
     /** Charges under {@code key} with Stripe's stored 500 (charged first), loses the row, ages the payment 10 min. */

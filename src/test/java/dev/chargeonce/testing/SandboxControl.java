@@ -28,6 +28,11 @@ public final class SandboxControl {
         return out;
     }
 
+    /** The sandbox's ledger of PaymentIntents filtered by a query ({@code key=<identity>}, {@code charge_id=...}). */
+    public JsonNode ledger(String query) {
+        return get("/_sandbox/ledger?" + query).get("data");
+    }
+
     /** PaymentIntents of one (client, Idempotency-Key), whichever row or attempt made them (see StripeSandbox#intentsForKey). */
     public List<JsonNode> intentsFor(String clientId, String idempotencyKey) {
         List<JsonNode> out = new ArrayList<>();
