@@ -976,7 +976,7 @@ pred OpMarkFailed[r: Row] {
   -- the key may still send.
   no busy & rkey.(r.key)
   no HValid & hrow.(key.(r.key))
-  -- OperatorActions.markFailed: the list from the key horizon before created_at to now (not from created_at).
+  -- OperatorActions.markFailed: the list from lost-history-lookback before created_at to now (not from created_at).
   no findable[r]
   sqlFinishByOperator[r, Failed, none, none] and moneyBack[r]
   coverage[none] and frame[r + chargeRowOf[r], none, none, none, none]

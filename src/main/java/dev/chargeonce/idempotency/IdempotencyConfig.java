@@ -32,10 +32,12 @@ public interface IdempotencyConfig {
 
     /**
      * The fingerprint version new rows are written with ({@link Fingerprint}); every version up to
-     * {@link Fingerprint#LATEST_VERSION} is read whatever this says. Set it to the previous version while a rolling
-     * deploy still runs instances that cannot read the latest one, then to the latest.
+     * {@link Fingerprint#LATEST_VERSION} is read whatever this says. 1 in this release, the first that reads
+     * versions: the release before it reads only version 1, and a rolling deploy (or a rollback) runs both, so
+     * writing version 2 now would turn the retries an older instance serves into 422s. Once no instance older than
+     * this release runs, set it to 2 (the next release makes 2 the default).
      */
-    @WithDefault("2")
+    @WithDefault("1")
     int fingerprintVersion();
 
     /**

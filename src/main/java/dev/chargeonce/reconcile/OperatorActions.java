@@ -154,10 +154,13 @@ public class OperatorActions {
                     + " send bound); try again after " + settling.get().settlesAt());
         }
         // Every attempt of the key carries its identity: a list from before the claim until now covers all of them,
-        // a row lost with a failover and claimed again included (its payment is older than the new row, by at most
-        // the key's horizon: past it the drivers park the key rather than send it).
-        Instant from = intent.createdAt().minus(stripeConfig.keyHorizon()).minus(stripeConfig.requestMaxDuration());
-        Optional<StripeOutcome> found = side.find(intent, side.parse(intent.requestJson()), from, Instant.now(),
+        // a row lost with a failover and claimed again included: its payment may be older than the new row by as
+        // much as the drivers' own search of an unknown history looks back (lost-history-lookback), so the proof
+        // looks back as far (a list too large for the page budget refuses the action). It ends at the later of the
+        // two clocks: the settling above was decided by the database's.
+        Instant from = intent.createdAt().minus(stripeConfig.lostHistoryLookback()).minus(stripeConfig.requestMaxDuration());
+        Instant until = settling.get().databaseNow().isAfter(Instant.now()) ? settling.get().databaseNow() : Instant.now();
+        Optional<StripeOutcome> found = side.find(intent, side.parse(intent.requestJson()), from, until,
                 PROOF_MAX_PAGES, () -> true);
         if (found.isPresent()) {
             return Outcome.refused("Stripe has " + describe(found.get()) + " for this key: attach it instead");

@@ -87,12 +87,13 @@ class FingerprintVersionsTest {
         String key = UUID.randomUUID().toString();
         Response first = post(key, BODY);
         first.then().statusCode(201);
-        String written = storedFingerprint(key);
-        assertTrue(written.startsWith("v2:"), "new rows carry the latest version: " + written);
-
-        // As a release before versions wrote it: a bare version-1 digest of the same request.
         String canonical = "{\"amount\":1300,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}";
-        rewriteFingerprint(key, Fingerprint.of("POST", "/v1/charges", canonical).stored(1));
+        String written = storedFingerprint(key);
+        assertEquals(Fingerprint.of("POST", "/v1/charges", canonical).stored(1), written,
+                "this release writes version 1 by default: the release before it reads nothing else (rolling deploys)");
+
+        // As the next release (writing version 2) wrote it: this one compares it in version 2 and replays.
+        rewriteFingerprint(key, Fingerprint.of("POST", "/v1/charges", canonical).stored(2));
         long creates = new SandboxControl(sandboxBase).createRequests();
         Response retry = post(key, BODY.replace("1300, ", "1300,  ")); // the same request, spelled differently
         retry.then().statusCode(201).header("Idempotent-Replayed", "true");

@@ -280,6 +280,30 @@ class ReconciliationTest {
         assertEquals(201, retry.statusCode(), "a retry is told the payment was made, never to use a new key: " + retry.asString());
     }
 
+    /**
+     * A row lost in a failover, retried much later: its payment is older than the new row by more than the key
+     * horizon (the drivers search an unknown history back lost-history-lookback, 48 h). The proof of absence looks
+     * back as far: with a window of the key horizon only, it missed the payment and answered "use a new key".
+     */
+    @Test
+    void markFailedFindsAPaymentOfTheKeyFromBeforeTheRowWasClaimed() throws Exception {
+        String key = UUID.randomUUID().toString();
+        String chargeId = dev.chargeonce.testing.TestRows.parkedCharge(primary, ACME, ACME_KEY, key, VISA); // claimed 25 h ago
+        long paid = Instant.now().getEpochSecond() - (25 + 30) * 3600; // 30 h before the claim
+        stripe.seed("count=1&created_from=" + paid + "&created_to=" + paid + "&status=succeeded&metadata[chargeonce_key]="
+                + StripeKeys.identity(ACME, key));
+        try {
+            int generation = operator().get("/admin/v1/rows/charge/" + chargeId).then().extract().path("row.leaseGeneration");
+            Response refused = operator().contentType(ContentType.JSON).body(Map.of("lease_gen", generation, "reason", "nothing since the claim"))
+                    .post("/admin/v1/rows/charge/" + chargeId + "/mark-failed");
+            assertEquals(409, refused.statusCode(), refused.asString());
+            assertTrue(refused.jsonPath().getString("message").contains("attach it instead"), refused.asString());
+            assertEquals("processing", status(chargeId));
+        } finally {
+            stripe.forgetSeeded();
+        }
+    }
+
     @Test
     void markFailedIsRefusedWhileStripeHasAPaymentForTheKey() throws Exception {
         String key = UUID.randomUUID().toString();
