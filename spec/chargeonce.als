@@ -66,7 +66,7 @@ fun chargeAmount: Int { 2 }                         -- every charge is of 2 unit
 
 -- A client's key: (client_id, Idempotency-Key), for a charge or a refund. Its Stripe identity
 -- (StripeKeys.identity / refundIdentity) is a function of it, and so is every Stripe key: (key, attempt)
--- (StripeKeys.derive: "chargeonce-<identity>-a<attempt>"). Stripe's memory of those keys lives here too.
+-- (StripeKeys.ofIdentity: "chargeonce-<identity>-a<attempt>", from the row's stored identity). Stripe's memory of those keys lives here too.
 abstract sig Key {
   var kres: Attempt -> lone Outcome,    -- Stripe: the answer it stored for the key (key, attempt)
   var kpar: Attempt -> lone Row,        -- Stripe: the parameters the key was first executed with (the sender's)
@@ -476,7 +476,7 @@ pred holdView[h: Holder, r: Row] {
 }
 
 -- StripeApi.send: a try, only inside the holder's lease; its key and parameters come from the row's key and
--- request alone (StripeKeys.derive, PaymentOrder / RefundOrder).
+-- request alone (StripeKeys.ofIdentity, PaymentOrder / RefundOrder).
 pred newTry[h: Holder, r: Row, a: Attempt, q: Req] {
   q in freeReqs and h in HValid'
   q in Inflight' and q not in Running' and q not in Replayed' and q not in AnsweredEarly'

@@ -145,10 +145,6 @@ public class ChargeQueries {
         throw ApiException.invalidRequest("parameter_invalid", name + " must be a time in Unix seconds.", name);
     }
 
-    Map<String, Object> list(String clientId, int limit) {
-        return list(clientId, new ChargePage(limit, null, null, null, null, null));
-    }
-
     /**
      * A page of the client's charges. The plain first page may come from the replica (read-your-writes, see
      * {@link #newest}); a page after or before a cursor, or filtered, is read from the primary: it holds every

@@ -27,6 +27,8 @@ public final class Fingerprint {
     private final String method;
     private final String path;
     private final String canonicalBody;
+    /** Each version's stored form, computed at most once: a claim that meets its row compares after it inserted. */
+    private final String[] stored = new String[LATEST_VERSION + 1];
 
     private Fingerprint(String method, String path, String canonicalBody) {
         this.method = method;
@@ -45,11 +47,16 @@ public final class Fingerprint {
 
     /** The stored form of this request's fingerprint in {@code version}. */
     public String stored(int version) {
-        return switch (version) {
+        if (version >= 1 && version <= LATEST_VERSION && stored[version] != null) {
+            return stored[version];
+        }
+        String form = switch (version) {
             case 1 -> sha256Hex(method + ' ' + path + '\n' + canonicalBody);
             case 2 -> "v2:" + sha256Hex("chargeonce-fingerprint-v2\n" + method + '\n' + path + '\n' + canonicalBody);
             default -> throw new UnknownFingerprintVersionException(version);
         };
+        stored[version] = form;
+        return form;
     }
 
     /** Whether a stored fingerprint, of whichever version it was written in, is this request's. */

@@ -1,27 +1,21 @@
 package dev.chargeonce.stripe;
 
 import dev.chargeonce.idempotency.Fingerprint;
-import dev.chargeonce.idempotency.IdempotencyKey;
 
 /**
- * The Stripe idempotency key of a charge: derived from the persisted (client, Idempotency-Key) and the Stripe
- * attempt number, never generated per call, so that every retry, takeover and recovery re-sends the same key.
+ * The Stripe idempotency key of a charge or refund: derived from the identity the row stores (a hash of the client
+ * and its Idempotency-Key, computed once at the claim) and the Stripe attempt number, never generated per call, so
+ * that every retry, takeover and recovery re-sends the same key.
  */
 public final class StripeKeys {
 
     private StripeKeys() {
     }
 
-    public static String derive(String clientId, IdempotencyKey key, int attempt) {
-        return ofIdentity(false, identity(clientId, key.value()), attempt);
-    }
-
-    /** The Stripe idempotency key of a refund: its own namespace, so a client may use one key for both. */
-    public static String deriveRefund(String clientId, IdempotencyKey key, int attempt) {
-        return ofIdentity(true, refundIdentity(clientId, key.value()), attempt);
-    }
-
-    /** The Stripe key of an attempt, from the identity a row stores (what the console shows was sent). */
+    /**
+     * The Stripe key of an attempt, from the identity a row stores (what the console shows was sent); a refund's
+     * keys have a namespace of their own, so a client may use one Idempotency-Key for both.
+     */
     public static String ofIdentity(boolean refund, String identity, int attempt) {
         return (refund ? "chargeonce-refund-" : "chargeonce-") + identity + "-a" + attempt;
     }
