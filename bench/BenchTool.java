@@ -18,9 +18,9 @@ import java.util.stream.Stream;
  * single-file program: {@code java bench/BenchTool.java <command> ...}).
  *
  * <ul>
- *   <li>{@code pgbench-scripts <IdempotencyStore.java> <out dir>}: writes pgbench scripts with the service's own
- *       statements (a charge's claim and finish, a refund's claim transaction and finish, the replays' reads), cut
- *       out of the source so that the reference follows the code.</li>
+ *   <li>{@code pgbench-scripts <statement catalog dir> <out dir>}: writes pgbench scripts with the service's own
+ *       statements (a charge's claim and finish, a refund's claim transaction and finish, the replays' reads), as
+ *       the packaged store runs them (written by {@code dev.chargeonce.idempotency.StatementCatalog}).</li>
  *   <li>{@code report <results dir>}: reads what the run left there (wrk JSON lines, pgbench output and logs, RSS
  *       samples, meta.properties) and prints the tables, the ratios and the targets as Markdown.</li>
  * </ul>
@@ -31,8 +31,10 @@ public class BenchTool {
         switch (args.length > 0 ? args[0] : "") {
             case "pgbench-scripts" -> PgbenchScripts.write(Path.of(args[1]), Path.of(args[2]));
             case "report" -> new Report(Path.of(args[1])).print(System.out);
+            case "focus" -> new Report(Path.of(args[1])).printFocus(System.out);
+            case "soak" -> Soak.report(Path.of(args[1]), System.out);
             default -> {
-                System.err.println("usage: BenchTool pgbench-scripts <IdempotencyStore.java> <dir> | report <dir>");
+                System.err.println("usage: BenchTool pgbench-scripts <statement catalog dir> <dir> | report <dir> | focus <dir> | soak <dir>");
                 System.exit(2);
             }
         }
@@ -56,11 +58,13 @@ public class BenchTool {
                 + "\"stripe_refund\":\"re_0000000000000000000000pgb\",\"created\":1767225600}";
         static final String FINGERPRINT = "7c0b5b8e4c1f3f0a9d2e6b1a8c7d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d";
         static final String LEASE_MS = "30000";
+        /** A 48-character identity per key, as the service stores (a hash of client and key; any unique value will do). */
+        static final String IDENTITY_OF_K = "lpad(CAST(:k AS text), 48, 'f')";
+        static final String IDENTITY_OF_I = "lpad(CAST(:i AS text), 48, 'e')";
         static final String HORIZON_MS = "82800000";
 
         static void write(Path source, Path dir) throws IOException {
-            Statements store = new Statements(Files.readString(source),
-                    Files.readString(source.resolveSibling("Operation.java")));
+            Statements store = new Statements(source);
             String claim = store.of("CHARGE", "CLAIM");
             String finish = store.of("CHARGE", "FINISH");
             Files.createDirectories(dir);
@@ -75,18 +79,19 @@ public class BenchTool {
 
             // claim + finish of a new payment: what the database does for every new charge.
             String pair = "\\set k random(1, 9000000000000000000)\n"
-                    + bind(claim, List.of("'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "'pgb-' || CAST(:k AS text)",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, "'pgb-id-' || CAST(:k AS text)",
-                    HORIZON_MS, HORIZON_MS, ":pgbench_client", "'pgb-' || CAST(:k AS text)")).strip() + "\n\\gset\n"
+                    + bind(claim, List.of(HORIZON_MS, ":pgbench_client", "'pgb-' || CAST(:k AS text)",
+                    "'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "'pgb-' || CAST(:k AS text)",
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_K, "NULL")).strip()
+                    + "\n\\gset\n"
                     + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":succeeded",
-                    "NULL", ":id", ":lease_gen")).strip() + ";\n";
+                    "NULL", "'chg_pgb' || CAST(:k AS text)", ":new_lease_gen")).strip() + ";\n";
             Files.writeString(dir.resolve("claim_finish.sql"), pair);
 
             // the replay: the same claim statement finding a finished row (rows from bench/sql/bulk_rows.sql).
             String replay = "\\set i 10 * random(0, :replay_rows - 1)\n"
-                    + bind(claim, List.of("'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "'bulk-' || CAST(:i AS text)",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, "'pgbreplay-id-' || CAST(:i AS text)",
-                    HORIZON_MS, HORIZON_MS, ":bench_client", "'bulk-' || CAST(:i AS text)")).strip() + ";\n";
+                    + bind(claim, List.of(HORIZON_MS, ":bench_client", "'bulk-' || CAST(:i AS text)",
+                    "'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "'bulk-' || CAST(:i AS text)",
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_I, "NULL")).strip() + ";\n";
             Files.writeString(dir.resolve("replay.sql"), replay);
 
             // A new refund: the claim transaction (lock the charge, insert the refund's row, reserve its amount), then
@@ -94,7 +99,7 @@ public class BenchTool {
             // one hot charge. The service also reads the key first (the peek, one indexed read: see refund_replay.sql)
             // and checks the amount in Java between the lock and the insert.
             String lock = store.of("REFUND", "LOCK_CHARGE_FOR_REFUND");
-            String claimRefund = store.of("REFUND", "CLAIM_REFUND");
+            String claimRefund = store.of("REFUND", "CLAIM");
             String reserve = store.of("REFUND", "RESERVE");
             String finishRefund = store.of("REFUND", "FINISH");
             for (String variant : List.of("many", "hot")) {
@@ -120,81 +125,25 @@ public class BenchTool {
             Files.writeString(dir.resolve("refund_replay.sql"), refundReplay);
         }
 
-        /** The body of {@code NAME = """ ... """} in the Java source. */
-        static String textBlock(String java, String name) {
-            Matcher m = Pattern.compile("\\b" + name + "\\s*=\\s*\"\"\"\\s*\\n(.*?)\"\"\"", Pattern.DOTALL).matcher(java);
-            if (!m.find()) {
-                throw new IllegalStateException("IdempotencyStore.java has no text block " + name + ": update bench/BenchTool.java");
-            }
-            return m.group(1);
-        }
-
         /**
-         * The store's statements as it runs them for one operation: its text blocks with {@code %s} (the columns read
-         * back) and the operation's placeholders ({@code {t}}, {@code {o}}, ...) filled in as {@code Sql.of} fills
-         * them, all read from the sources (IdempotencyStore.java and Operation.java).
+         * The store's statements as it runs them, from the files {@code dev.chargeonce.idempotency.StatementCatalog}
+         * wrote ({@code CHARGE.CLAIM.sql}, ...): the classes of the package, not a reading of the source.
          */
         static final class Statements {
-            final String java;
-            final Map<String, Map<String, String>> placeholders = new LinkedHashMap<>();
+            final Path dir;
 
-            Statements(String java, String operationJava) {
-                this.java = java;
-                for (String op : List.of("CHARGE", "REFUND")) {
-                    Matcher m = Pattern.compile("\\b" + op + "\\(\"(\\w+)\", \"(\\w+)\", \"(\\w+)\"").matcher(operationJava);
-                    if (!m.find()) {
-                        throw new IllegalStateException("Operation.java has no " + op + "(table, object column, state column): update bench/BenchTool.java");
-                    }
-                    Map<String, String> values = new LinkedHashMap<>();
-                    values.put("t", m.group(1));
-                    values.put("o", m.group(2));
-                    values.put("s", m.group(3));
-                    placeholders.put(op, values);
-                }
-                // .replace("{name}", op == Operation.REFUND ? <refund's> : <charge's>), a literal or a text block
-                Matcher r = Pattern.compile("\\.replace\\(\"\\{(\\w+)\\}\", op == Operation\\.REFUND \\? (\"[^\"]*\"|\\w+) : (\"[^\"]*\"|\\w+)\\)")
-                        .matcher(java);
-                while (r.find()) {
-                    placeholders.get("REFUND").put(r.group(1), value(r.group(2)));
-                    placeholders.get("CHARGE").put(r.group(1), value(r.group(3)));
-                }
-                // EXTRAS: Operation.X, new OperationSql(returning, release, advanceGuard, keep), as Sql.of fills them
-                String part = "(\"[^\"]*\"|\\w+)";
-                Matcher x = Pattern.compile("Operation\\.(CHARGE|REFUND), new OperationSql\\(\\s*" + part + ",\\s*" + part + ",\\s*"
-                        + part + ",\\s*" + part + "\\)").matcher(java);
-                while (x.find()) {
-                    Map<String, String> values = placeholders.get(x.group(1));
-                    values.put("returning", value(x.group(2)));
-                    values.put("release", value(x.group(3)));
-                    values.put("advance_guard", value(x.group(4)));
-                    values.put("keep", value(x.group(5)));
-                }
+            Statements(Path dir) {
+                this.dir = dir;
             }
 
-            private String value(String expression) {
-                return expression.startsWith("\"") ? expression.substring(1, expression.length() - 1) : textBlock(java, expression);
-            }
-
-            /** Text block {@code name} as the store runs it for operation {@code op} (CHARGE or REFUND). */
-            String of(String op, String name) {
-                String sql = textBlock(java, name);
-                // NAME = """ ... """.formatted(A, B): the text blocks A, B in its %s
-                Matcher f = Pattern.compile("\\b" + name + "\\s*=\\s*\"\"\".*?\"\"\"\\.formatted\\(([\\w, ]+)\\)", Pattern.DOTALL)
-                        .matcher(java);
-                if (f.find()) {
-                    sql = String.format(Locale.ROOT, sql, Arrays.stream(f.group(1).split(",\\s*")).map(a -> textBlock(java, a)).toArray());
+            /** Statement {@code name} as the store runs it for operation {@code op} (CHARGE or REFUND). */
+            String of(String op, String name) throws IOException {
+                Path file = dir.resolve(op + "." + name + ".sql");
+                if (!Files.exists(file)) {
+                    throw new IllegalStateException("the statement catalog has no " + file.getFileName()
+                            + " (IdempotencyStore.hotPathStatements): update bench/BenchTool.java");
                 }
-                for (int pass = 0; pass < 2; pass++) { // a placeholder's value may hold another one
-                    for (Map.Entry<String, String> e : placeholders.get(op).entrySet()) {
-                        sql = sql.replace("{" + e.getKey() + "}", e.getValue());
-                    }
-                }
-                Matcher left = Pattern.compile("\\{[a-z_]+\\}").matcher(sql);
-                if (left.find()) {
-                    throw new IllegalStateException(name + " still has the placeholder " + left.group() + " for " + op
-                            + ": update bench/BenchTool.java\n" + sql);
-                }
-                return sql;
+                return Files.readString(file);
             }
         }
 
@@ -213,6 +162,87 @@ public class BenchTool {
             return out.toString();
         }
 
+    }
+
+    // ---- soak ----------------------------------------------------------------------------------------------------
+
+    /**
+     * {@code bench/run.sh --soak}: the minute-by-minute table of soak.txt as Markdown, and soak.svg, the curve of
+     * charges per second against the rows in the table (and the service's resident memory), for the README.
+     */
+    static final class Soak {
+
+        record Minute(int minute, double rate, double p50Ms, double p99Ms, double rssMib, double tableMb, long rows,
+                      double serviceCpuMs, double pgCpuMs, double walBytes, long checkpoints) {
+        }
+
+        static List<Minute> read(Path dir) throws IOException {
+            List<Minute> minutes = new ArrayList<>();
+            for (String line : Files.readAllLines(dir.resolve("soak.txt"))) {
+                String[] f = line.trim().split("\\s+");
+                if (f.length < 11 || !f[0].matches("[0-9]+")) {
+                    continue;
+                }
+                double made = Double.parseDouble(f[1]) * 60;
+                minutes.add(new Minute(Integer.parseInt(f[0]), Double.parseDouble(f[1]), Double.parseDouble(f[2]) / 1000,
+                        Double.parseDouble(f[3]) / 1000, Double.parseDouble(f[4]) / 1024, Double.parseDouble(f[5]) / 1e6,
+                        Long.parseLong(f[6]), made == 0 ? Double.NaN : Double.parseDouble(f[7]) / made,
+                        made == 0 ? Double.NaN : Double.parseDouble(f[8]) / made, made == 0 ? Double.NaN : Double.parseDouble(f[9]) / made,
+                        Long.parseLong(f[10])));
+            }
+            return minutes;
+        }
+
+        static void report(Path dir, PrintStream out) throws IOException {
+            List<Minute> minutes = read(dir);
+            out.println("| minute | charges/s | p50 ms | p99 ms | rows at the end | table + indexes | service CPU ms/charge | PostgreSQL CPU ms/charge | WAL bytes/charge | checkpoints so far | service RSS |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for (Minute m : minutes) {
+                out.printf(Locale.ROOT, "| %d | %,.0f | %.2f | %.2f | %,d | %,.0f MB | %.3f | %.3f | %,.0f | %d | %.0f MiB |%n", m.minute(), m.rate(),
+                        m.p50Ms(), m.p99Ms(), m.rows(), m.tableMb(), m.serviceCpuMs(), m.pgCpuMs(), m.walBytes(), m.checkpoints(), m.rssMib());
+            }
+            Files.writeString(dir.resolve("soak.svg"), svg(minutes));
+            out.println();
+            out.println("Plot: soak.svg (charges per second and resident memory, minute by minute, against the rows in the table).");
+        }
+
+        /** A line chart with no library: charges/s (left axis) and RSS (right axis) over the rows in the table. */
+        static String svg(List<Minute> minutes) {
+            int w = 760, h = 360, left = 70, right = 70, top = 30, bottom = 50;
+            double maxRows = Math.max(1, minutes.stream().mapToLong(Minute::rows).max().orElse(1));
+            double maxRate = Math.max(1, minutes.stream().mapToDouble(Minute::rate).max().orElse(1)) * 1.15;
+            double maxRss = Math.max(1, minutes.stream().mapToDouble(Minute::rssMib).max().orElse(1)) * 1.15;
+            java.util.function.DoubleUnaryOperator x = r -> left + r / maxRows * (w - left - right);
+            java.util.function.DoubleUnaryOperator yRate = r -> top + (1 - r / maxRate) * (h - top - bottom);
+            java.util.function.DoubleUnaryOperator yRss = r -> top + (1 - r / maxRss) * (h - top - bottom);
+            StringBuilder b = new StringBuilder();
+            b.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">%n", w, h));
+            b.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>%n", w, h));
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"18\" font-size=\"14\">New charges at concurrency 16, minute by minute (bench/run.sh --soak)</text>%n", left));
+            for (int i = 0; i <= 5; i++) {
+                double rate = maxRate * i / 5, rows = maxRows * i / 5, rss = maxRss * i / 5;
+                b.append(String.format(Locale.ROOT, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>%n", left, w - right, yRate.applyAsDouble(rate), yRate.applyAsDouble(rate)));
+                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#1f77b4\">%,.0f</text>%n", left - 6, yRate.applyAsDouble(rate) + 4, rate));
+                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" fill=\"#d62728\">%.0f</text>%n", w - right + 6, yRss.applyAsDouble(rss) + 4, rss));
+                b.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%,.0f</text>%n", x.applyAsDouble(rows), h - bottom + 18, rows));
+            }
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">rows in stripe_intents</text>%n", (w + left - right) / 2, h - 10));
+            b.append(String.format(Locale.ROOT, "<text x=\"14\" y=\"%d\" fill=\"#1f77b4\" transform=\"rotate(-90 14 %d)\" text-anchor=\"middle\">charges/s</text>%n", h / 2, h / 2));
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#d62728\" transform=\"rotate(90 %d %d)\" text-anchor=\"middle\">service RSS, MiB</text>%n", w - 14, h / 2, w - 14, h / 2));
+            b.append(polyline(minutes, m -> x.applyAsDouble(m.rows()), m -> yRate.applyAsDouble(m.rate()), "#1f77b4"));
+            b.append(polyline(minutes, m -> x.applyAsDouble(m.rows()), m -> yRss.applyAsDouble(m.rssMib()), "#d62728"));
+            b.append("</svg>\n");
+            return b.toString();
+        }
+
+        static String polyline(List<Minute> minutes, java.util.function.ToDoubleFunction<Minute> x, java.util.function.ToDoubleFunction<Minute> y,
+                               String color) {
+            StringBuilder points = new StringBuilder();
+            for (Minute m : minutes) {
+                points.append(String.format(Locale.ROOT, "%.1f,%.1f ", x.applyAsDouble(m), y.applyAsDouble(m)));
+            }
+            return String.format(Locale.ROOT, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>%n", color, points.toString().trim());
+        }
     }
 
     // ---- report ------------------------------------------------------------------------------------------------
@@ -304,6 +334,35 @@ public class BenchTool {
             } catch (IOException | RuntimeException e) {
                 return Run.MISSING;
             }
+        }
+
+        /**
+         * {@code bench/run.sh --focus}: the cost of exactly-once per request, CPU of each process (wrk's and pgbench's
+         * own not counted), new charges against the pass-through and replays, each round on its own line.
+         */
+        void printFocus(PrintStream out) {
+            out.println("| run | requests/s | p50 ms | p99 ms | service JVM | pass-through JVM | Stripe stand-in | PostgreSQL |");
+            out.println("|---|---:|---:|---:|---:|---:|---:|---:|");
+            List<String> names = new ArrayList<>();
+            for (int round = 1; round <= 2; round++) {
+                names.addAll(List.of("f-svc-new-" + round, "f-pt-new-" + round, "f-svc-replay-" + round));
+            }
+            for (String name : names) {
+                Run r = wrk(name);
+                double[] c = cpuPerRequest(name, r);
+                out.printf(Locale.ROOT, "| %s | %s | %s | %s | %s |%n", name, rate(r.rate()), ms(r.p50()), ms(r.p99()),
+                        c == null ? "– | – | – | –" : String.format(Locale.ROOT, "%.3f | %.3f | %.3f | %.3f", c[0], c[1], c[2], c[3]));
+            }
+            for (String name : List.of("f-pgb-pair-1", "f-pgb-before-pair-1", "f-pgb-pair-2", "f-pgb-before-pair-2",
+                    "f-pgb-replay-1", "f-pgb-before-replay-1", "f-pgb-replay-2", "f-pgb-before-replay-2")) {
+                Run r = pgbench(name);
+                double[] c = cpuPerRequest(name, r); // a pgbench run's requests: its logged transactions
+                out.printf(Locale.ROOT, "| %s (pgbench, 16 clients) | %s | %s | %s | – | – | – | %s |%n", name, rate(r.rate()), ms(r.p50()),
+                        ms(r.p99()), c == null ? "–" : String.format(Locale.ROOT, "%.3f", c[3]));
+            }
+            out.println();
+            out.println("CPU in ms per request (per transaction for pgbench), from /proc/<pid>/stat over each run; \"before\": the");
+            out.println("statements of main as of 71fb6c2 (bench/sql/before/), on the same database in the same run.");
         }
 
         /** CPU ms per request of a wrk run: {service, pass-through, Stripe stand-in, PostgreSQL}, or null. */

@@ -9,6 +9,11 @@
 #   --out DIR      where raw results and report.md go (default bench/results/<timestamp>)
 #   --profile      after the warm-up, profile the service with async-profiler (CPU and allocations, flame graphs
 #                  as HTML in the results) under new charges and under replays at concurrency 32, then stop
+#   --focus        after the warm-up, only the cost of exactly-once: new charges (service, pass-through) and
+#                  replays at concurrency 32, with CPU per request of each process, then stop (a few minutes)
+#   --soak D       only new charges at concurrency 16 for D (e.g. 15m) against a PostgreSQL with default settings,
+#                  minute by minute: throughput, latency, CPU per charge, WAL per charge, the service's memory and the
+#                  table's size; soak.md and soak.svg in the results
 #
 # It starts, on 127.0.0.1 only, a fresh PostgreSQL 15 (synchronous_commit=on), the Stripe stand-in in its own
 # process, the packaged service and the pass-through baseline, drives them with wrk over real HTTP (charges and
@@ -22,6 +27,8 @@ source bench/lib.sh
 
 DURATION=10
 PROFILE=0
+FOCUS=0
+SOAK_MINUTES=0
 WITH_10M=0
 QUICK=0
 OUT=""
@@ -32,7 +39,9 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1; DURATION=3; shift ;;
     --out) OUT="$2"; shift 2 ;;
     --profile) PROFILE=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --focus) FOCUS=1; shift ;;
+    --soak) SOAK_MINUTES="${2%m}"; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -59,7 +68,8 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
 SERVICE_JAR=target/quarkus-app/quarkus-run.jar
 SANDBOX_JAR=target/chargeonce-1.0.0-SNAPSHOT-sandbox.jar   # the Stripe sandbox: not in the prod package
 PASSTHROUGH_JAR=bench/passthrough/target/quarkus-app/quarkus-run.jar
-if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$SANDBOX_JAR" ]; then
+if [ ! -f "$SERVICE_JAR" ] || [ ! -f "$SANDBOX_JAR" ] \
+   || [ -n "$(find src/main pom.xml -newer "$SERVICE_JAR" -print -quit)" ]; then
   log "building the service package"
   ./mvnw -B -ntp -q -DskipTests package
 fi
@@ -69,15 +79,29 @@ if [ ! -f "$PASSTHROUGH_JAR" ] || [ -n "$(find bench/passthrough/src bench/passt
 fi
 
 make_work_dir chargeonce-bench
-java bench/BenchTool.java pgbench-scripts src/main/java/dev/chargeonce/idempotency/IdempotencyStore.java "$WORK_DIR/pgbench"
+# pgbench runs the store's statements as the package runs them: the package writes them out (StatementCatalog).
+java -cp "target/quarkus-app/app/*:target/quarkus-app/lib/main/*" dev.chargeonce.idempotency.StatementCatalog "$WORK_DIR/statements"
+java bench/BenchTool.java pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench"
+# and the statements of a new charge and of a replay as they were before issue 14, for "before / after" side by side
+cp bench/sql/before/claim_finish.sql "$WORK_DIR/pgbench/before_claim_finish.sql"
+cp bench/sql/before/replay.sql "$WORK_DIR/pgbench/before_replay.sql"
 
 # ---- processes ------------------------------------------------------------------------------------------------
 PG_PORT=$(free_port); STRIPE_PORT=$(free_port); SVC_PORT=$(free_port); PT_PORT=$(free_port)
 SVC_MANAGEMENT_PORT=$(free_port)   # the service's health and metrics: its management interface
 log "PostgreSQL 15 on 127.0.0.1:$PG_PORT (work dir $WORK_DIR)"
-start_pg pg "$PG_PORT" "synchronous_commit = on" "fsync = on" "max_connections = 400" "shared_buffers = 1GB" \
-  "max_wal_size = 8GB" "checkpoint_timeout = 15min" "log_min_messages = warning"
+PG_EXTRA=()
+# --focus also counts the statements each request makes PostgreSQL run (pg_stat_statements: a little CPU of its own)
+[ "$FOCUS" = 1 ] && PG_EXTRA+=("shared_preload_libraries = 'pg_stat_statements'" "pg_stat_statements.track = all")
+if [ "$SOAK_MINUTES" -gt 0 ]; then
+  # the soak: PostgreSQL as installed (its default settings), so that what decays with volume shows
+  start_pg pg "$PG_PORT" "log_min_messages = warning"
+else
+  start_pg pg "$PG_PORT" "synchronous_commit = on" "fsync = on" "max_connections = 400" "shared_buffers = 1GB" \
+    "max_wal_size = 8GB" "checkpoint_timeout = 15min" "log_min_messages = warning" ${PG_EXTRA[@]+"${PG_EXTRA[@]}"}
+fi
 psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce"
+[ "$FOCUS" = 1 ] && psql_at "$PG_PORT" chargeonce -c "CREATE EXTENSION pg_stat_statements"
 
 log "Stripe stand-in on :$STRIPE_PORT"
 start_bg "$OUT/stripe.log" java -Xmx2g -cp "$SANDBOX_JAR" dev.chargeonce.sandbox.StripeSandbox "$STRIPE_PORT" 0
@@ -97,12 +121,16 @@ start_bg "$OUT/service.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dqu
 SVC_PID=$LAST_PID
 wait_http "http://127.0.0.1:$SVC_MANAGEMENT_PORT/q/health/ready" 90 "$SVC_PID" || die "service did not start, see $OUT/service.log"
 
-log "pass-through baseline on :$PT_PORT"
-start_bg "$OUT/passthrough.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$PT_PORT" \
-  -Dpassthrough.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" -Dpassthrough.client-key-sha256="$(sha256_hex "$API_KEY")" \
-  -jar "$PASSTHROUGH_JAR"
-PT_PID=$LAST_PID
-wait_http "http://127.0.0.1:$PT_PORT/" 60 "$PT_PID" any || die "pass-through did not start, see $OUT/passthrough.log"
+if [ "$SOAK_MINUTES" -eq 0 ]; then
+  log "pass-through baseline on :$PT_PORT"
+  start_bg "$OUT/passthrough.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$PT_PORT" \
+    -Dpassthrough.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" -Dpassthrough.client-key-sha256="$(sha256_hex "$API_KEY")" \
+    -jar "$PASSTHROUGH_JAR"
+  PT_PID=$LAST_PID
+  wait_http "http://127.0.0.1:$PT_PORT/" 60 "$PT_PID" any || die "pass-through did not start, see $OUT/passthrough.log"
+else
+  PT_PID=$$ # no pass-through in a soak; its CPU column reads the script's own (0)
+fi
 
 # ---- helpers ----------------------------------------------------------------------------------------------------
 RUN_ID=$(date +%s)
@@ -138,10 +166,17 @@ pgbench_run() { # pgbench_run <result name> <script> <clients> <seconds> [replay
   local name="$1" script="$2" c="$3" d="$4" rows="${5:-1000}"
   local threads=$(( c < 2 ? 1 : 2 )) defines=() line
   while IFS= read -r line; do defines+=(-D "$line"); done <"$WORK_DIR/pgbench/defines.txt"
+  local before after
+  before=$(cpu_snapshot)
   PGPASSWORD=x "$PG_BIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "$c" -j "$threads" -T "$d" \
     -D "replay_rows=$rows" -D "refund_charges=$PGB_REFUND_CHARGES" -D "refund_replay_rows=$REFUND_REPLAY_POOL" \
     "${defines[@]}" -f "$WORK_DIR/pgbench/$script" -l --log-prefix="$OUT/$name.log" chargeonce \
     >"$OUT/$name.txt" 2>&1 || { log "pgbench $name failed: $(tail -3 "$OUT/$name.txt")"; return 0; }
+  sleep 1.5 # pgbench's backends exit with it: once the postmaster reaped them their CPU is in its children's total
+  after=$(cpu_snapshot)
+  # the same columns as a wrk run's (service, pass-through, stand-in, PostgreSQL): PostgreSQL's is the one that counts
+  paste -d' ' <(echo "$before" | tr ' ' '\n') <(echo "$after" | tr ' ' '\n') \
+    | awk -v tck="$CLK_TCK" '{printf "%d ", ($2 - $1) * 1000 / tck} END {print ""}' >"$OUT/$name.cpu"
   log "  $name: $(grep -E '^tps' "$OUT/$name.txt" | head -1)"
 }
 bulk_load() { # bulk_load <from> <upto>
@@ -162,7 +197,9 @@ refund_pool() {
     psql_at "$PG_PORT" chargeonce -c "TRUNCATE bench_pool" -c "\\copy bench_pool FROM '$WORK_DIR/$name.pis'"
     psql_at "$PG_PORT" chargeonce -v client=bench -v prefix="$name" -v amount=1000 -f bench/sql/refund_charges.sql
   fi
-  awk -v p="$name" '{print "chg_" p "_" $1, $2}' "$WORK_DIR/$name.pis" >"$OUT/$name.pool"
+  # the ids bench/sql/refund_charges.sql gives them: chg_ + the name's letters and digits (12, padded with x) + n (12 digits)
+  awk -v p="$name" 'BEGIN { gsub(/[^A-Za-z0-9]/, "", p); p = substr(p, 1, 12); while (length(p) < 12) p = p "x" }
+    { printf "chg_%s%012d %s\n", p, $1, $2 }' "$WORK_DIR/$name.pis" >"$OUT/$name.pool"
 }
 # hot_charges <name> <count>: count charges made through the service (POST /v1/charges, the largest amount), one
 # hot charge per second of a run (see bench/lua/refunds.lua, mode=hot). Writes $OUT/<name>.pool.
@@ -204,6 +241,36 @@ rss_sampler() { # rss_sampler <pid> <file>: VmRSS and VmHWM (kB) twice a second 
     sleep 0.5
   done
 }
+
+# ---- soak (--soak): new charges for a long time, minute by minute ----------------------------------------------
+if [ "$SOAK_MINUTES" -gt 0 ]; then
+  log "soak: new charges at concurrency 16 for $SOAK_MINUTES minutes against PostgreSQL's default settings"
+  {
+    echo "started=$(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "machine=$(nproc) cores, $(uname -sr)"
+    echo "software=$(java -version 2>&1 | head -1); PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') (default settings); service with \`$SERVICE_JVM\`"
+    echo "git=$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+changes')"
+  } >"$OUT/meta.properties"
+  wrk_run soak-warmup "$SVC_PORT" 16 30 new
+  pg_value() { psql_at "$PG_PORT" chargeonce -At -c "$1"; }
+  echo "minute charges_per_s p50_us p99_us rss_kib table_bytes rows service_cpu_ms pg_cpu_ms wal_bytes checkpoints" >"$OUT/soak.txt"
+  rows=0
+  for minute in $(seq 1 "$SOAK_MINUTES"); do
+    wal_before=$(pg_value "SELECT pg_current_wal_lsn() - '0/0'")
+    wrk_run "soak-m$minute" "$SVC_PORT" 16 60 new
+    wal_after=$(pg_value "SELECT pg_current_wal_lsn() - '0/0'")
+    made=$(grep -o '"s201":[0-9]*' "$OUT/soak-m$minute.json" | cut -d: -f2)
+    rows=$(( rows + made ))
+    read -r svc_ms _ _ pg_ms <"$OUT/soak-m$minute.cpu"
+    echo "$minute $(( made / 60 )) $(grep -o '"p50":[0-9]*' "$OUT/soak-m$minute.json" | cut -d: -f2)" \
+      "$(grep -o '"p99":[0-9]*' "$OUT/soak-m$minute.json" | cut -d: -f2) $(awk '/^VmRSS/ {print $2}' "/proc/$SVC_PID/status")" \
+      "$(pg_value "SELECT pg_total_relation_size('stripe_intents')") $rows $svc_ms $pg_ms $(( wal_after - wal_before ))" \
+      "$(pg_value "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter")" >>"$OUT/soak.txt"
+    log "  minute $minute: $(( made / 60 )) charges/s, $rows rows"
+  done
+  java bench/BenchTool.java soak "$OUT" | tee "$OUT/soak.md"
+  exit 0
+fi
 
 REFUND_POOL=$(( 2000 * DURATION ))   # charges per new-refunds run: more than it can refund, one refund each
 HOT_CHARGES=$(( DURATION + 3 ))      # one hot charge per second of a run
@@ -274,6 +341,32 @@ if [ "$PROFILE" = 1 ]; then
   profile replays-cpu cpu replay $(( REPLAY_POOL / 10 ))
   profile charges-alloc alloc new
   profile replays-alloc alloc replay $(( REPLAY_POOL / 10 ))
+  exit 0
+fi
+
+# ---- focus (--focus): CPU per new charge and per replay, service against pass-through, side by side -------------
+if [ "$FOCUS" = 1 ]; then
+  log "focus: new charges and replays at concurrency 32, $DURATION s each, twice, interleaved"
+  statements() { # statements <file>: what PostgreSQL ran since the last reset, most called first
+    psql_at "$PG_PORT" chargeonce -At -F' | ' -c "SELECT calls, round(total_exec_time::numeric, 1), rows, wal_records, wal_fpi,
+        regexp_replace(left(query, 160), '\s+', ' ', 'g') FROM pg_stat_statements ORDER BY calls DESC LIMIT 25" >"$1"
+  }
+  for round in 1 2; do
+    psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
+    stripe_reset 0; wrk_run "f-svc-new-$round" "$SVC_PORT" 32 "$DURATION" new
+    statements "$OUT/f-svc-new-$round.statements"
+    stripe_reset 0; wrk_run "f-pt-new-$round" "$PT_PORT" 32 "$DURATION" new
+    psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
+    wrk_run "f-svc-replay-$round" "$SVC_PORT" 32 "$DURATION" replay $(( REPLAY_POOL / 10 ))
+    statements "$OUT/f-svc-replay-$round.statements"
+  done
+  for round in 1 2; do # today's statements and those before issue 14, interleaved
+    pgbench_run "f-pgb-pair-$round" claim_finish.sql 16 "$DURATION"
+    pgbench_run "f-pgb-before-pair-$round" before_claim_finish.sql 16 "$DURATION"
+    pgbench_run "f-pgb-replay-$round" replay.sql 16 "$DURATION" $(( REPLAY_POOL / 10 ))
+    pgbench_run "f-pgb-before-replay-$round" before_replay.sql 16 "$DURATION" $(( REPLAY_POOL / 10 ))
+  done
+  java bench/BenchTool.java focus "$OUT" | tee "$OUT/focus.md"
   exit 0
 fi
 

@@ -51,20 +51,28 @@ public class IdempotencyStore {
             stripe_sending_until = clock_timestamp() + ? * interval '1 millisecond',
             updated_at = clock_timestamp()""";
 
+    /**
+     * The claim, one statement: the key's row if it has one (a retry: one indexed read, and the insert below does
+     * not run at all), else the new row, inserted {@code ON CONFLICT DO NOTHING}: the insert, never the read, decides
+     * that the key is new. A new row reads back only what the database chose (its lease generation and clocks); the
+     * rest is what was inserted. Neither half: a concurrent claim of the key committed after this statement's snapshot
+     * (the insert saw it and did nothing), and the next statement sees it.
+     */
     private static final String CLAIM = """
-            WITH inserted AS (
+            WITH existing AS (
+                SELECT false AS fresh, %1$s FROM stripe_intents x WHERE x.client_id = ? AND x.idempotency_key = ?),
+            inserted AS (
                 INSERT INTO stripe_intents AS si
                     (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
                      stripe_sending_until, stripe_identity, origin)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
-                        clock_timestamp() + ? * interval '1 millisecond', ?, ?)
+                SELECT ?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
+                       clock_timestamp() + ? * interval '1 millisecond', ?, ?
+                 WHERE NOT EXISTS (SELECT 1 FROM existing)
                 ON CONFLICT (client_id, idempotency_key) DO NOTHING
-                RETURNING si.*
-            )
-            SELECT true AS fresh, %1$s FROM inserted x
-            UNION ALL
-            SELECT false AS fresh, %1$s FROM stripe_intents x
-             WHERE x.client_id = ? AND x.idempotency_key = ? AND NOT EXISTS (SELECT 1 FROM inserted)
+                RETURNING si.lease_gen, si.created_at, si.stripe_key_first_sent)
+            SELECT i.lease_gen AS new_lease_gen, i.created_at AS new_created_at, i.stripe_key_first_sent AS new_key_first_sent,
+                   e.*
+              FROM (SELECT 1) AS one LEFT JOIN existing e ON true LEFT JOIN inserted i ON true
             """.formatted(COLUMNS);
 
     private static final String TAKE_OVER = """
@@ -127,6 +135,21 @@ public class IdempotencyStore {
                 RETURNING {returning})
             {release}{outbox}
             SELECT count(*) FROM done
+            """;
+
+    /**
+     * {@link #FINISH} of a charge no Kafka command waits for (no origin): the same fenced {@code UPDATE} alone, without
+     * the outbox's CTE and without reading the row back. A row that a command adopted meanwhile (origin set, under
+     * the row's lock: see {@link #ADOPT_FOR_RESULTS}) is not matched, and the caller runs {@link #FINISH}, which queues
+     * its result; so is a row whose lease was lost, which {@link #FINISH} then does not match either.
+     */
+    private static final String FINISH_UNQUEUED = """
+            UPDATE {t}
+               SET status = ?, response_status = ?, response_body = ?, {o} = coalesce(?, {o}),
+                   {s} = ?, recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
+                   finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
+                   last_stripe_error = NULL, stripe_sending_until = NULL
+             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND origin IS NULL
             """;
 
     /**
@@ -300,7 +323,7 @@ public class IdempotencyStore {
                 RETURNING c.id)""";
 
     /** Every statement above, for one operation's table and columns. */
-    private record Sql(String claim, String takeOver, String takeOverExpired, String finish, String advanceState,
+    private record Sql(String claim, String takeOver, String takeOverExpired, String finish, String finishUnqueued, String advanceState,
                        String lockForObject, String finishFromStripe, String takeDueAccepted, String release,
                        String nextAttempt, String renewLease, String park, String peek, String countAttention,
                        String deleteFinished, String answerOf, String scheduleRecheck, String finishByOperator,
@@ -315,7 +338,7 @@ public class IdempotencyStore {
                     .replace("{advance_guard}", EXTRAS.get(op).advanceGuard()).replace("{keep}", EXTRAS.get(op).keep())
                     .replace("{outbox}", EXTRAS.get(op).outbox());
             return new Sql(r.apply(op == Operation.CHARGE ? CLAIM : CLAIM_REFUND), r.apply(TAKE_OVER), r.apply(TAKE_OVER_EXPIRED),
-                    r.apply(FINISH), r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE),
+                    r.apply(FINISH), op == Operation.CHARGE ? r.apply(FINISH_UNQUEUED) : null, r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE),
                     r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
                     r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS),
                     r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK), r.apply(FINISH_BY_OPERATOR),
@@ -362,10 +385,37 @@ public class IdempotencyStore {
                 throw new IllegalStateException("a charge's finish lost its outbox: " + finishing);
             }
         }
+        // ... or matches only a row without an origin (a command's row is finished by the statement that queues).
+        if (!charge.finishUnqueued().contains("AND origin IS NULL")) {
+            throw new IllegalStateException("a charge's finish without the outbox must skip rows with an origin: " + charge.finishUnqueued());
+        }
     }
 
     private static Sql sql(Operation op) {
         return SQL.get(op);
+    }
+
+    /**
+     * The statements of the hot paths exactly as this class runs them for {@code op}, by name: what the benchmark's
+     * {@code pgbench} reference runs (bench/, through {@link StatementCatalog}), so that the reference follows the code.
+     */
+    static java.util.SortedMap<String, String> hotPathStatements(Operation op) {
+        Sql sql = sql(op);
+        java.util.SortedMap<String, String> statements = new java.util.TreeMap<>();
+        statements.put("CLAIM", sql.claim());
+        statements.put("PEEK", sql.peek());
+        // what an HTTP charge runs; a charge a Kafka command claimed runs FINISH_QUEUEING_RESULT
+        statements.put("FINISH", sql.finishUnqueued() != null ? sql.finishUnqueued() : sql.finish());
+        if (sql.finishUnqueued() != null) {
+            statements.put("FINISH_QUEUEING_RESULT", sql.finish());
+        }
+        statements.put("TAKE_OVER", sql.takeOver());
+        if (op == Operation.REFUND) {
+            statements.put("LOCK_CHARGE_FOR_REFUND", LOCK_CHARGE_FOR_REFUND);
+            statements.put("KEY_CLAIMED", KEY_CLAIMED);
+            statements.put("RESERVE", RESERVE);
+        }
+        return statements;
     }
 
     /** A charge's columns for the read endpoints, with what its refunds gave back (one indexed sum). */
@@ -412,11 +462,15 @@ public class IdempotencyStore {
     }
 
     private Claim claimUntimed(NewIntent intent, Duration keyHorizon) {
-        // Two rounds at most: a conflicting row committed after this statement's snapshot is invisible to the
-        // SELECT half (the INSERT half saw it and did nothing); the next statement sees it.
+        // Three rounds at most: a round that neither read nor inserted lost a race with a concurrent claim of the
+        // key (see CLAIM); the next one reads its row.
         for (int round = 0; round < 3; round++) {
+            long acquired = System.nanoTime();
             Optional<Row> found = queryOne(sql(intent.operation()).claim(), ps -> {
                 int i = 1;
+                ps.setLong(i++, keyHorizon.toMillis());
+                ps.setString(i++, intent.clientId());
+                ps.setString(i++, intent.key().value());
                 ps.setString(i++, intent.id());
                 ps.setString(i++, intent.clientId());
                 ps.setString(i++, intent.key().value());
@@ -427,12 +481,9 @@ public class IdempotencyStore {
                 ps.setLong(i++, config.lease().toMillis());
                 ps.setLong(i++, config.lease().toMillis());
                 ps.setString(i++, intent.stripeIdentity());
-                ps.setString(i++, intent.origin());
-                ps.setLong(i++, keyHorizon.toMillis());
-                ps.setLong(i++, keyHorizon.toMillis());
-                ps.setString(i++, intent.clientId());
-                ps.setString(i, intent.key().value());
-            });
+                ps.setString(i, intent.origin());
+            }, rs -> rs.getObject("new_lease_gen") != null ? Row.inserted(rs, intent, acquired)
+                    : rs.getString("id") != null ? Row.read(rs, acquired) : null);
             if (found.isEmpty()) {
                 continue;
             }
@@ -740,11 +791,17 @@ public class IdempotencyStore {
 
     /** {@link #finish(ClaimedIntent, IntentStatus, StoredAnswer, String)} with the charge's state at Stripe. */
     public boolean finish(ClaimedIntent holder, Final answer) {
-        return finishLatency.record(() -> count(sql(holder.operation()).finish(), ps -> {
+        Sql sql = sql(holder.operation());
+        Binder binder = ps -> {
             int next = answer.bind(ps, 1);
             ps.setString(next, holder.id());
             ps.setInt(next + 1, holder.leaseGeneration());
-        })) == 1;
+        };
+        // A charge: first the plain UPDATE, which matches unless a Kafka command waits for the row's result (or the
+        // lease was lost); only then the statement that also queues the result (and matches nothing either when the
+        // lease was lost).
+        return finishLatency.record(() -> (sql.finishUnqueued() != null && update(sql.finishUnqueued(), binder) == 1)
+                || count(sql.finish(), binder) == 1);
     }
 
     /**
@@ -1303,13 +1360,23 @@ public class IdempotencyStore {
 
     /** @param acquired {@link System#nanoTime()} taken before the statement: a lease it grants started after it */
     private Optional<Row> queryOne(String sql, Binder binder, long acquired) {
-        List<Row> rows = new ArrayList<>(1);
+        return queryOne(sql, binder, rs -> Row.read(rs, acquired));
+    }
+
+    /** The first row of a statement as {@code reader} makes it (null: none). */
+    private Optional<Row> queryOne(String sql, Binder binder, RowReader reader) {
+        Row[] row = new Row[1];
         run(sql, binder, rs -> {
             if (rs.next()) {
-                rows.add(Row.read(rs, acquired));
+                row[0] = reader.read(rs);
             }
         });
-        return rows.stream().findFirst();
+        return Optional.ofNullable(row[0]);
+    }
+
+    @FunctionalInterface
+    private interface RowReader {
+        Row read(ResultSet rs) throws SQLException;
     }
 
     private long count(String sql, Binder binder) {
@@ -1367,6 +1434,18 @@ public class IdempotencyStore {
                        String lastStripeError, boolean needsReconciliation, int responseStatus, String responseBody,
                        Timestamp createdAt, Timestamp finishedAt, Timestamp stripeKeyFirstSent, Timestamp stripeKeyLastSent, String objectId,
                        int pendingChecks, String stripeIdentity, Timestamp databaseNow, boolean beyondHorizon, long leaseLeftMillis, long acquired) {
+
+        /**
+         * A row the claim just inserted: what the database chose (lease generation, clocks) from the statement, the
+         * rest as inserted. Its lease is whole: the configured lease from when the statement started.
+         */
+        static Row inserted(ResultSet rs, NewIntent intent, long acquired) throws SQLException {
+            Timestamp created = rs.getTimestamp("new_created_at");
+            return new Row(true, intent.id(), intent.clientId(), intent.key().value(), null, intent.requestJson(), intent.amount(),
+                    intent.currency(), IntentStatus.PROCESSING, rs.getInt("new_lease_gen"), 1, null, false, 0, null, created, null,
+                    rs.getTimestamp("new_key_first_sent"), null, null, 0, intent.stripeIdentity(), created, false, Long.MAX_VALUE,
+                    acquired);
+        }
 
         static Row read(ResultSet rs, long acquired) throws SQLException {
             return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),

@@ -126,6 +126,53 @@ class TakeoverFencingTest {
         }
     }
 
+    /**
+     * The claim reads first and inserts only when its snapshot has no row: sixty-four claims of one new key at once,
+     * each with a row id of its own, give one fresh claim and one row; every other claim sees the row (in flight),
+     * including those whose read came before the winner's commit and whose insert then did nothing (their next round
+     * reads it). Repeated over many keys, so that the lost race really happens.
+     */
+    @Test
+    void sixtyFourClaimsOfOneNewKeyAtOnceMakeOneRow() throws Exception {
+        String client = "race-" + UUID.randomUUID();
+        int keys = 20;
+        int claimers = 64;
+        try (ExecutorService pool = Executors.newFixedThreadPool(claimers)) {
+            for (int k = 0; k < keys; k++) {
+                IdempotencyKey key = new IdempotencyKey("race-" + k + "-" + UUID.randomUUID());
+                CountDownLatch start = new CountDownLatch(1);
+                List<Future<Claim>> claims = new ArrayList<>();
+                for (int i = 0; i < claimers; i++) {
+                    NewIntent intent = newIntent(client, key.value());
+                    claims.add(pool.submit(() -> {
+                        start.await();
+                        return store.claim(intent, HORIZON);
+                    }));
+                }
+                start.countDown();
+                int fresh = 0;
+                for (Future<Claim> claim : claims) {
+                    Claim c = claim.get();
+                    if (c instanceof Claim.Fresh) {
+                        fresh++;
+                    } else {
+                        assertInstanceOf(Claim.InFlight.class, c, "a claim that did not win sees the key in flight");
+                    }
+                }
+                assertEquals(1, fresh, "exactly one claim of " + key.value() + " is fresh");
+                try (Connection c = primary.getConnection();
+                     PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                    ps.setString(1, client);
+                    ps.setString(2, key.value());
+                    try (ResultSet rs = ps.executeQuery()) {
+                        rs.next();
+                        assertEquals(1, rs.getInt(1), "one row for the key");
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void aHolderThatLostItsLeaseCannotFinishOrMoveTheStripeAttempt() throws Exception {
         String client = "fencing-" + UUID.randomUUID();
