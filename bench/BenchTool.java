@@ -60,7 +60,12 @@ public class BenchTool {
         static final String LEASE_MS = "30000";
         /** A 48-character identity per key, as the service stores (a hash of client and key; any unique value will do). */
         static final String IDENTITY_OF_K = "lpad(CAST(:k AS text), 48, 'f')";
-        static final String IDENTITY_OF_I = "lpad(CAST(:i AS text), 48, 'e')";
+        /**
+         * The identity of a bulk-loaded row (bench/sql/bulk_rows.sql), as the service derives it: its SHA-256 is part
+         * of what the replay reference costs PostgreSQL here (a microsecond or two), where the service computes it.
+         */
+        static final String IDENTITY_OF_BULK_I = "substr(encode(sha256(convert_to(:bench_client || chr(10) || 'bulk-' || CAST(:i AS text), 'UTF8')), 'hex'), 1, 48)";
+        static final String IDENTITY_OF_BULK_REFUND_I = "substr(encode(sha256(convert_to('refund' || chr(10) || :bench_client || chr(10) || 'rbulk-' || CAST(:i AS text), 'UTF8')), 'hex'), 1, 48)";
         static final String HORIZON_MS = "82800000";
 
         static void write(Path source, Path dir) throws IOException {
@@ -79,7 +84,7 @@ public class BenchTool {
 
             // claim + finish of a new payment: what the database does for every new charge.
             String pair = "\\set k random(1, 9000000000000000000)\n"
-                    + bind(claim, List.of(HORIZON_MS, ":pgbench_client", "'pgb-' || CAST(:k AS text)",
+                    + bind(claim, List.of(HORIZON_MS, IDENTITY_OF_K, ":pgbench_client",
                     "'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "'pgb-' || CAST(:k AS text)",
                     ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_K, "NULL")).strip()
                     + "\n\\gset\n"
@@ -89,9 +94,9 @@ public class BenchTool {
 
             // the replay: the same claim statement finding a finished row (rows from bench/sql/bulk_rows.sql).
             String replay = "\\set i 10 * random(0, :replay_rows - 1)\n"
-                    + bind(claim, List.of(HORIZON_MS, ":bench_client", "'bulk-' || CAST(:i AS text)",
+                    + bind(claim, List.of(HORIZON_MS, IDENTITY_OF_BULK_I, ":bench_client",
                     "'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "'bulk-' || CAST(:i AS text)",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_I, "NULL")).strip() + ";\n";
+                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_BULK_I, "NULL")).strip() + ";\n";
             Files.writeString(dir.resolve("replay.sql"), replay);
 
             // A new refund: the claim transaction (lock the charge, insert the refund's row, reserve its amount), then
@@ -110,7 +115,7 @@ public class BenchTool {
                         + bind(lock, List.of(charge, ":pgbench_client")).strip() + ";\n"
                         + bind(claimRefund, List.of("'rfd_pgb' || CAST(:k AS text)", charge, ":pgbench_client",
                         "'pgbr-' || CAST(:k AS text)", ":fingerprint", ":refund_request", "1", ":usd", LEASE_MS, LEASE_MS,
-                        "'pgbr-id-' || CAST(:k AS text)", HORIZON_MS)).strip() + "\n\\gset r_\n"
+                        "lpad(CAST(:k AS text), 48, 'r')", HORIZON_MS)).strip() + "\n\\gset r_\n"
                         + bind(reserve, List.of("1", charge)).strip() + ";\n"
                         + "COMMIT;\n"
                         + bind(finishRefund, List.of(":completed", "201", ":refund_response", "'re_pgb' || CAST(:k AS text)",
@@ -120,7 +125,7 @@ public class BenchTool {
 
             // A refund's replay: the peek finding a finished refund (rows from bench/sql/bulk_refunds.sql).
             String refundReplay = "\\set i random(0, :refund_replay_rows - 1)\n"
-                    + bind(store.of("REFUND", "PEEK"), List.of(HORIZON_MS, ":bench_client", "'rbulk-' || CAST(:i AS text)")).strip()
+                    + bind(store.of("REFUND", "PEEK"), List.of(HORIZON_MS, IDENTITY_OF_BULK_REFUND_I, ":bench_client")).strip()
                     + ";\n";
             Files.writeString(dir.resolve("refund_replay.sql"), refundReplay);
         }

@@ -102,6 +102,12 @@ else
 fi
 psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce"
 [ "$FOCUS" = 1 ] && psql_at "$PG_PORT" chargeonce -c "CREATE EXTENSION pg_stat_statements"
+# The schema the statements before issue 14 ran on (bench/sql/before/): the migrations up to V1.7.0 (Flyway's
+# files never change once released), in a database of its own on the same server.
+psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce_before"
+for migration in $(ls src/main/resources/db/migration/V1.[0-7].*__*.sql | sort -V); do
+  psql_at "$PG_PORT" chargeonce_before -f "$migration" >/dev/null
+done
 
 log "Stripe stand-in on :$STRIPE_PORT"
 start_bg "$OUT/stripe.log" java -Xmx2g -cp "$SANDBOX_JAR" dev.chargeonce.sandbox.StripeSandbox "$STRIPE_PORT" 0
@@ -170,7 +176,7 @@ pgbench_run() { # pgbench_run <result name> <script> <clients> <seconds> [replay
   before=$(cpu_snapshot)
   PGPASSWORD=x "$PG_BIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "$c" -j "$threads" -T "$d" \
     -D "replay_rows=$rows" -D "refund_charges=$PGB_REFUND_CHARGES" -D "refund_replay_rows=$REFUND_REPLAY_POOL" \
-    "${defines[@]}" -f "$WORK_DIR/pgbench/$script" -l --log-prefix="$OUT/$name.log" chargeonce \
+    "${defines[@]}" -f "$WORK_DIR/pgbench/$script" -l --log-prefix="$OUT/$name.log" "${PGB_DB:-chargeonce}" \
     >"$OUT/$name.txt" 2>&1 || { log "pgbench $name failed: $(tail -3 "$OUT/$name.txt")"; return 0; }
   sleep 1.5 # pgbench's backends exit with it: once the postmaster reaped them their CPU is in its children's total
   after=$(cpu_snapshot)
@@ -179,9 +185,9 @@ pgbench_run() { # pgbench_run <result name> <script> <clients> <seconds> [replay
     | awk -v tck="$CLK_TCK" '{printf "%d ", ($2 - $1) * 1000 / tck} END {print ""}' >"$OUT/$name.cpu"
   log "  $name: $(grep -E '^tps' "$OUT/$name.txt" | head -1)"
 }
-bulk_load() { # bulk_load <from> <upto>
-  psql_at "$PG_PORT" chargeonce -v from="$1" -v upto="$2" -f bench/sql/bulk_rows.sql
-  psql_at "$PG_PORT" chargeonce -c "VACUUM ANALYZE stripe_intents"
+bulk_load() { # bulk_load <from> <upto> [database]
+  psql_at "$PG_PORT" "${3:-chargeonce}" -v from="$1" -v upto="$2" -f bench/sql/bulk_rows.sql
+  psql_at "$PG_PORT" "${3:-chargeonce}" -c "VACUUM ANALYZE stripe_intents"
 }
 table_size() { psql_at "$PG_PORT" chargeonce -At -c "SELECT pg_size_pretty(pg_total_relation_size('stripe_intents'))"; }
 # refund_pool <name> <count> <svc|pt>: count charges to refund, each with its own PaymentIntent seeded at the
@@ -294,6 +300,7 @@ HOT_CHARGES=$(( DURATION + 3 ))      # one hot charge per second of a run
 # ---- warm-up ----------------------------------------------------------------------------------------------------
 REPLAY_POOL=20000   # bulk rows 0..19999; every 10th (2,000 keys) belongs to client "bench" and is replayed
 bulk_load 0 "$REPLAY_POOL"
+bulk_load 0 "$REPLAY_POOL" chargeonce_before
 # Refunds: finished refunds to replay (with their charges); the pgbench reference's charges, many and one hot.
 psql_at "$PG_PORT" chargeonce -v from=0 -v upto="$REFUND_REPLAY_POOL" -f bench/sql/bulk_refunds.sql
 psql_at "$PG_PORT" chargeonce -c "CREATE UNLOGGED TABLE bench_pool (n integer, pi text)" \
@@ -362,9 +369,9 @@ if [ "$FOCUS" = 1 ]; then
   done
   for round in 1 2; do # today's statements and those before issue 14, interleaved
     pgbench_run "f-pgb-pair-$round" claim_finish.sql 16 "$DURATION"
-    pgbench_run "f-pgb-before-pair-$round" before_claim_finish.sql 16 "$DURATION"
+    PGB_DB=chargeonce_before pgbench_run "f-pgb-before-pair-$round" before_claim_finish.sql 16 "$DURATION"
     pgbench_run "f-pgb-replay-$round" replay.sql 16 "$DURATION" $(( REPLAY_POOL / 10 ))
-    pgbench_run "f-pgb-before-replay-$round" before_replay.sql 16 "$DURATION" $(( REPLAY_POOL / 10 ))
+    PGB_DB=chargeonce_before pgbench_run "f-pgb-before-replay-$round" before_replay.sql 16 "$DURATION" $(( REPLAY_POOL / 10 ))
   done
   java bench/BenchTool.java focus "$OUT" | tee "$OUT/focus.md"
   exit 0

@@ -11,7 +11,7 @@ INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request
 SELECT r.id, :'client', r.idempotency_key,
        encode(sha256(convert_to('POST /v1/charges' || chr(10) || r.request, 'UTF8')), 'hex'),
        r.request, :amount, 'usd', 'completed', 1, NULL, 1, r.created_at, r.pi, 'succeeded',
-       substr(md5(r.idempotency_key), 1, 32),
+       substr(encode(sha256(convert_to(:'client' || chr(10) || r.idempotency_key, 'UTF8')), 'hex'), 1, 48),
        201,
        '{"id":"' || r.id || '","object":"charge","status":"succeeded","amount":' || :amount
          || ',"currency":"usd","payment_method":"pm_card_visa","customer":null,"description":null,"metadata":{},'

@@ -14,7 +14,6 @@ import dev.chargeonce.operation.OperationDriver;
 import dev.chargeonce.operation.OperationMetrics;
 import dev.chargeonce.operation.RetryLaterAnswers;
 import dev.chargeonce.stripe.StripeConfig;
-import dev.chargeonce.stripe.StripeKeys;
 import dev.chargeonce.tenant.CustomerOwnership;
 import dev.chargeonce.stripe.StripeGateway;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -78,7 +77,7 @@ public class ChargeService {
         }
         String canonical = request.canonicalJson();
         NewIntent intent = new NewIntent(Operation.CHARGE, newChargeId(), clientId, key, Fingerprint.of(METHOD, PATH, canonical),
-                canonical, request.amount(), request.currency(), StripeKeys.identity(clientId, key.value()), origin);
+                canonical, request.amount(), request.currency(), origin);
         try (Admission.Ticket ticket = admission.enter()) {
             Claim claim;
             boolean fits = answerLimit.admits(canonical);

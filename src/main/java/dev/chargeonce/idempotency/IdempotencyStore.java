@@ -23,9 +23,10 @@ import java.util.Optional;
  * Every statement on {@code stripe_intents}, and only on the primary.
  *
  * <p>Each method is one statement in its own committed transaction (autocommit): no connection is held between
- * statements, so none is held while Stripe is called. The claim is a single {@code INSERT … ON CONFLICT DO
- * NOTHING} that also returns the existing row: there is no {@code SELECT} that could decide "new" on its own.
- * Every write a lease holder makes carries its lease generation, so a holder that lost its lease changes nothing.
+ * statements, so none is held while Stripe is called. The claim is one statement: it reads the key's row, and
+ * only when there is none inserts one {@code ON CONFLICT DO NOTHING}; the insert, never the read, decides that a key
+ * is new. Rows are found by the key's identity (a hash of client and key, unique with the client), never by the raw
+ * key. Every write a lease holder makes carries its lease generation, so a holder that lost its lease changes nothing.
  *
  * <p>The data source is the default one, which is the primary by configuration; the optional read replica is a
  * different, named data source that this class never sees.
@@ -60,7 +61,7 @@ public class IdempotencyStore {
      */
     private static final String CLAIM = """
             WITH existing AS (
-                SELECT false AS fresh, %1$s FROM stripe_intents x WHERE x.client_id = ? AND x.idempotency_key = ?),
+                SELECT false AS fresh, %1$s FROM stripe_intents x WHERE x.stripe_identity = ? AND x.client_id = ?),
             inserted AS (
                 INSERT INTO stripe_intents AS si
                     (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
@@ -68,7 +69,7 @@ public class IdempotencyStore {
                 SELECT ?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
                        clock_timestamp() + ? * interval '1 millisecond', ?, ?
                  WHERE NOT EXISTS (SELECT 1 FROM existing)
-                ON CONFLICT (client_id, idempotency_key) DO NOTHING
+                ON CONFLICT (stripe_identity, client_id) DO NOTHING
                 RETURNING si.lease_gen, si.created_at, si.stripe_key_first_sent)
             SELECT i.lease_gen AS new_lease_gen, i.created_at AS new_created_at, i.stripe_key_first_sent AS new_key_first_sent,
                    e.*
@@ -93,7 +94,7 @@ public class IdempotencyStore {
                  stripe_sending_until, stripe_identity)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
                     clock_timestamp() + ? * interval '1 millisecond', ?)
-            ON CONFLICT (client_id, idempotency_key) DO NOTHING
+            ON CONFLICT (stripe_identity, client_id) DO NOTHING
             RETURNING true AS fresh, %s
             """.formatted(COLUMNS);
 
@@ -104,7 +105,7 @@ public class IdempotencyStore {
                FOR UPDATE
             """;
 
-    private static final String KEY_CLAIMED = "SELECT 1 FROM stripe_refunds WHERE client_id = ? AND idempotency_key = ?";
+    private static final String KEY_CLAIMED = "SELECT 1 FROM stripe_refunds WHERE stripe_identity = ? AND client_id = ?";
 
     private static final String RESERVE = """
             UPDATE stripe_intents SET amount_reserved = amount_reserved + ?, updated_at = clock_timestamp() WHERE id = ?
@@ -274,7 +275,7 @@ public class IdempotencyStore {
             """;
 
     private static final String PEEK = """
-            SELECT false AS fresh, %s FROM {t} x WHERE x.client_id = ? AND x.idempotency_key = ?
+            SELECT false AS fresh, %s FROM {t} x WHERE x.stripe_identity = ? AND x.client_id = ?
             """.formatted(COLUMNS);
 
     private static final String COUNT_ATTENTION_ROWS = """
@@ -464,13 +465,14 @@ public class IdempotencyStore {
     private Claim claimUntimed(NewIntent intent, Duration keyHorizon) {
         // Three rounds at most: a round that neither read nor inserted lost a race with a concurrent claim of the
         // key (see CLAIM); the next one reads its row.
+        String identity = intent.stripeIdentity();
         for (int round = 0; round < 3; round++) {
             long acquired = System.nanoTime();
             Optional<Row> found = queryOne(sql(intent.operation()).claim(), ps -> {
                 int i = 1;
                 ps.setLong(i++, keyHorizon.toMillis());
+                ps.setString(i++, identity);
                 ps.setString(i++, intent.clientId());
-                ps.setString(i++, intent.key().value());
                 ps.setString(i++, intent.id());
                 ps.setString(i++, intent.clientId());
                 ps.setString(i++, intent.key().value());
@@ -480,9 +482,9 @@ public class IdempotencyStore {
                 ps.setString(i++, intent.currency());
                 ps.setLong(i++, config.lease().toMillis());
                 ps.setLong(i++, config.lease().toMillis());
-                ps.setString(i++, intent.stripeIdentity());
+                ps.setString(i++, identity);
                 ps.setString(i, intent.origin());
-            }, rs -> rs.getObject("new_lease_gen") != null ? Row.inserted(rs, intent, acquired)
+            }, rs -> rs.getObject("new_lease_gen") != null ? Row.inserted(rs, intent, identity, acquired)
                     : rs.getString("id") != null ? Row.read(rs, acquired) : null);
             if (found.isEmpty()) {
                 continue;
@@ -531,8 +533,8 @@ public class IdempotencyStore {
             for (int round = 0; round < 3; round++) {
                 Optional<Row> existing = queryOne(sql(Operation.REFUND).peek(), ps -> {
                     ps.setLong(1, keyHorizon.toMillis());
-                    ps.setString(2, refund.clientId());
-                    ps.setString(3, refund.key().value());
+                    ps.setString(2, refund.stripeIdentity());
+                    ps.setString(3, refund.clientId());
                 });
                 if (existing.isPresent()) {
                     Optional<Claim> claim = answerOrTakeOver(Operation.REFUND, existing.get(), refund.fingerprint(), keyHorizon);
@@ -602,8 +604,8 @@ public class IdempotencyStore {
         // own amount, and refusing it as too large would be a final answer for a refund that is being made. Look
         // again under the lock, and answer the key as claimed.
         try (PreparedStatement ps = tx.prepareStatement(KEY_CLAIMED)) {
-            ps.setString(1, refund.clientId());
-            ps.setString(2, refund.key().value());
+            ps.setString(1, refund.stripeIdentity());
+            ps.setString(2, refund.clientId());
             try (ResultSet rs = ps.executeQuery()) {
                 if (rs.next()) {
                     return Optional.empty();
@@ -665,8 +667,8 @@ public class IdempotencyStore {
     public Optional<KeyOrigin> adoptForResults(String clientId, IdempotencyKey key, String origin) {
         List<KeyOrigin> found = new ArrayList<>(1);
         run(ADOPT_FOR_RESULTS, ps -> {
-            ps.setString(1, clientId);
-            ps.setString(2, key.value());
+            ps.setString(1, key.identity(Operation.CHARGE, clientId));
+            ps.setString(2, clientId);
             ps.setString(3, origin);
             ps.setString(4, origin);
         }, rs -> {
@@ -685,7 +687,7 @@ public class IdempotencyStore {
     private static final String ADOPT_FOR_RESULTS = """
             WITH before AS (
                 SELECT id, client_id, idempotency_key, origin, status, response_status, response_body
-                  FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?
+                  FROM stripe_intents WHERE stripe_identity = ? AND client_id = ?
                    FOR UPDATE),
             adopted AS (
                 UPDATE stripe_intents x SET origin = ?, updated_at = clock_timestamp()
@@ -706,8 +708,8 @@ public class IdempotencyStore {
     public Optional<Claim> peek(Operation op, String clientId, IdempotencyKey key, Fingerprint fingerprint, Duration keyHorizon) {
         return queryOne(sql(op).peek(), ps -> {
             ps.setLong(1, keyHorizon.toMillis());
-            ps.setString(2, clientId);
-            ps.setString(3, key.value());
+            ps.setString(2, key.identity(op, clientId));
+            ps.setString(3, clientId);
         }).map(row -> classifyExisting(row, fingerprint).orElseGet(Claim.Unheld::new));
     }
 
@@ -1323,8 +1325,8 @@ public class IdempotencyStore {
     public Optional<KeyStatus> keyStatus(Operation op, String clientId, IdempotencyKey key, Duration keyHorizon) {
         return queryOne(sql(op).peek(), ps -> {
             ps.setLong(1, keyHorizon.toMillis());
-            ps.setString(2, clientId);
-            ps.setString(3, key.value());
+            ps.setString(2, key.identity(op, clientId));
+            ps.setString(3, clientId);
         }).map(row -> new KeyStatus(row.id, row.status, row.needsReconciliation, row.createdAt.toInstant(),
                 row.finishedAt == null ? null : row.finishedAt.toInstant(), row.leaseLeftMillis, row.stripeAttempt));
     }
@@ -1439,11 +1441,11 @@ public class IdempotencyStore {
          * A row the claim just inserted: what the database chose (lease generation, clocks) from the statement, the
          * rest as inserted. Its lease is whole: the configured lease from when the statement started.
          */
-        static Row inserted(ResultSet rs, NewIntent intent, long acquired) throws SQLException {
+        static Row inserted(ResultSet rs, NewIntent intent, String identity, long acquired) throws SQLException {
             Timestamp created = rs.getTimestamp("new_created_at");
             return new Row(true, intent.id(), intent.clientId(), intent.key().value(), null, intent.requestJson(), intent.amount(),
                     intent.currency(), IntentStatus.PROCESSING, rs.getInt("new_lease_gen"), 1, null, false, 0, null, created, null,
-                    rs.getTimestamp("new_key_first_sent"), null, null, 0, intent.stripeIdentity(), created, false, Long.MAX_VALUE,
+                    rs.getTimestamp("new_key_first_sent"), null, null, 0, identity, created, false, Long.MAX_VALUE,
                     acquired);
         }
 

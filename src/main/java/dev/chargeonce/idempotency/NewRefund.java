@@ -10,5 +10,10 @@ import java.util.function.Function;
  *                        names the PaymentIntent and the amount, so that recovery can re-drive the refund alone)
  */
 public record NewRefund(String id, String chargeId, String clientId, IdempotencyKey key, Fingerprint fingerprint,
-                        Long requestedAmount, String stripeIdentity, Function<RefundableCharge, String> terms) {
+                        Long requestedAmount, Function<RefundableCharge, String> terms) {
+
+    /** The refund key's identity ({@link IdempotencyKey#identity}), derived, never passed in: see {@link NewIntent#stripeIdentity}. */
+    public String stripeIdentity() {
+        return key.identity(Operation.REFUND, clientId);
+    }
 }

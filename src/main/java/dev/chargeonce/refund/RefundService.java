@@ -16,7 +16,6 @@ import dev.chargeonce.operation.OperationMetrics;
 import dev.chargeonce.operation.RetryLaterAnswers;
 import dev.chargeonce.stripe.StripeConfig;
 import dev.chargeonce.stripe.StripeGateway;
-import dev.chargeonce.stripe.StripeKeys;
 import dev.chargeonce.web.ApiException;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.time.Duration;
@@ -59,7 +58,6 @@ public class RefundService {
         // The key covers the request as sent, on this charge: a retry without an amount is the same request.
         Fingerprint fingerprint = Fingerprint.of(METHOD, path(chargeId), request.canonicalJson());
         NewRefund refund = new NewRefund(newRefundId(), chargeId, clientId, key, fingerprint, request.amount(),
-                StripeKeys.refundIdentity(clientId, key.value()),
                 charge -> new RefundTerms(charge.chargeId(), charge.paymentIntentId(), charge.refundAmount(),
                         charge.currency(), request.reason(), request.metadata()).toJson());
         try (Admission.Ticket ticket = admission.enter()) {

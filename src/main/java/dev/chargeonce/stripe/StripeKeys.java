@@ -1,6 +1,7 @@
 package dev.chargeonce.stripe;
 
-import dev.chargeonce.idempotency.Fingerprint;
+import dev.chargeonce.idempotency.IdempotencyKey;
+import dev.chargeonce.idempotency.Operation;
 
 /**
  * The Stripe idempotency key of a charge or refund: derived from the identity the row stores (a hash of the client
@@ -22,7 +23,7 @@ public final class StripeKeys {
 
     /** The stable identity of a refund at Stripe (its {@code chargeonce_key} metadata), from (client, refund key). */
     public static String refundIdentity(String clientId, String idempotencyKey) {
-        return Fingerprint.sha256Hex("refund\n" + clientId + '\n' + idempotencyKey).substring(0, 48);
+        return new IdempotencyKey(idempotencyKey).identity(Operation.REFUND, clientId);
     }
 
     /**
@@ -30,6 +31,6 @@ public final class StripeKeys {
      * key ever has (a row lost with a failover and claimed again included). The key itself never leaves the service.
      */
     public static String identity(String clientId, String idempotencyKey) {
-        return Fingerprint.sha256Hex(clientId + '\n' + idempotencyKey).substring(0, 48);
+        return new IdempotencyKey(idempotencyKey).identity(Operation.CHARGE, clientId);
     }
 }

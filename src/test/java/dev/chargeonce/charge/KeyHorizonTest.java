@@ -149,9 +149,9 @@ class KeyHorizonTest {
         String canonical = ChargeRequestParser.parse(ChargeApiTest.VISA.getBytes(StandardCharsets.UTF_8)).canonicalJson();
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
-                                            lease_until, stripe_key_first_sent, created_at, last_stripe_error)
+                                            lease_until, stripe_key_first_sent, created_at, last_stripe_error, stripe_identity)
                 VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - interval '1 hour',
-                        now() - ?::interval, now() - ?::interval, ?)""")) {
+                        now() - ?::interval, now() - ?::interval, ?, ?)""")) {
             ps.setString(1, chargeId);
             ps.setString(2, ACME);
             ps.setString(3, key);
@@ -160,6 +160,7 @@ class KeyHorizonTest {
             ps.setString(6, age);
             ps.setString(7, age);
             ps.setString(8, lastStripeError);
+            ps.setString(9, dev.chargeonce.stripe.StripeKeys.identity(ACME, key));
             ps.executeUpdate();
         }
         return chargeId;

@@ -109,9 +109,9 @@ class LookupWindowTest {
         String canonical = ChargeRequestParser.parse(ChargeApiTest.VISA.getBytes(StandardCharsets.UTF_8)).canonicalJson();
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
-                                            lease_until, stripe_key_first_sent, created_at, last_stripe_error)
+                                            lease_until, stripe_key_first_sent, created_at, last_stripe_error, stripe_identity)
                 VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - ?::interval,
-                        now() - ?::interval, now() - ?::interval, 'server_error')""")) {
+                        now() - ?::interval, now() - ?::interval, 'server_error', ?)""")) {
             ps.setString(1, ChargeService.newChargeId());
             ps.setString(2, ACME);
             ps.setString(3, key);
@@ -120,6 +120,7 @@ class LookupWindowTest {
             ps.setString(6, age);
             ps.setString(7, age);
             ps.setString(8, age);
+            ps.setString(9, dev.chargeonce.stripe.StripeKeys.identity(ACME, key));
             ps.executeUpdate();
         }
     }

@@ -147,14 +147,15 @@ class LostRowTest {
                 .canonicalJson();
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
-                                            lease_until, stripe_sending_until, stripe_key_first_sent, created_at)
+                                            lease_until, stripe_sending_until, stripe_key_first_sent, created_at, stripe_identity)
                 VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - interval '1 second',
-                        now() - interval '1 second', now() - interval '31 seconds', now() - interval '31 seconds')""")) {
+                        now() - interval '1 second', now() - interval '31 seconds', now() - interval '31 seconds', ?)""")) {
             ps.setString(1, ChargeService.newChargeId());
             ps.setString(2, ACME);
             ps.setString(3, key);
             ps.setString(4, dev.chargeonce.idempotency.Fingerprint.of("POST", "/v1/charges", canonical).stored());
             ps.setString(5, canonical);
+            ps.setString(6, dev.chargeonce.stripe.StripeKeys.identity(ACME, key));
             assertEquals(1, ps.executeUpdate());
         }
         Response after = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
@@ -164,14 +165,15 @@ class LostRowTest {
     }
 
     /**
-     * Every Stripe key of a row is derived from the identity the row stores (stripe_identity), not recomputed from the
-     * client's key: a takeover sends what the row says was sent (the console shows it), the step that lets the key
-     * itself leave the table later.
+     * A row is found by its identity (a hash of the client and the key) and every Stripe key it sends is derived from
+     * the identity it stores: the raw key column plays no part in either (the step that lets the key itself leave
+     * the table). A row whose key column holds something else entirely is still the key's row: the retry takes it
+     * over and sends the Stripe key of the stored identity, and no second row is made.
      */
     @Test
-    void aTakeoverSendsTheStripeKeyOfTheStoredIdentity() throws Exception {
+    void aRowIsFoundByItsIdentityAndSendsTheStripeKeyOfIt() throws Exception {
         String key = UUID.randomUUID().toString();
-        String identity = "stored" + UUID.randomUUID().toString().replace("-", "").substring(0, 24);
+        String identity = dev.chargeonce.stripe.StripeKeys.identity(ACME, key);
         String canonical = ChargeRequestParser.parse(ChargeApiTest.VISA.getBytes(java.nio.charset.StandardCharsets.UTF_8))
                 .canonicalJson();
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
@@ -181,7 +183,7 @@ class LostRowTest {
                         now() - interval '31 seconds', ?)""")) {
             ps.setString(1, ChargeService.newChargeId());
             ps.setString(2, ACME);
-            ps.setString(3, key);
+            ps.setString(3, "not-the-key-" + UUID.randomUUID());
             ps.setString(4, dev.chargeonce.idempotency.Fingerprint.of("POST", "/v1/charges", canonical).stored());
             ps.setString(5, canonical);
             ps.setString(6, identity);
@@ -191,9 +193,17 @@ class LostRowTest {
         assertEquals(201, after.statusCode(), after.asString());
         List<JsonNode> sent = new ArrayList<>();
         stripe.ledger("key=" + identity).forEach(sent::add);
-        assertEquals(1, sent.size(), "the PaymentIntent carries the stored identity");
+        assertEquals(1, sent.size(), "one PaymentIntent, under the stored identity");
         assertEquals(dev.chargeonce.stripe.StripeKeys.ofIdentity(false, identity, 1), sent.get(0).get("sandbox_idempotency_key").asText());
-        assertEquals(List.of(), stripe.intentsFor(ACME, key), "nothing under the identity computed from the key");
+        try (Connection c = primary.getConnection();
+             PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?")) {
+            ps.setString(1, ACME);
+            ps.setString(2, identity);
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                assertEquals(1, rs.getInt(1), "the retry made no second row");
+            }
+        }
     }
 
     /** Charges under {@code key} with Stripe's stored 500 (charged first), loses the row, ages the payment 10 min. */

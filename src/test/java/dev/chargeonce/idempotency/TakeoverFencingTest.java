@@ -195,7 +195,7 @@ class TakeoverFencingTest {
         Claim replay = store.claim(intent, HORIZON);
         assertEquals(new StoredAnswer(201, "{\"winner\":true}"), assertInstanceOf(Claim.Replay.class, replay).answer());
         assertInstanceOf(Claim.Mismatch.class, store.claim(new NewIntent(Operation.CHARGE, "chg_other", client, key, Fingerprint.of("POST", "/v1/charges", "other"),
-                "{}", 1, "usd", "identity-other"), HORIZON));
+                "{}", 1, "usd"), HORIZON));
     }
 
     /**
@@ -241,7 +241,7 @@ class TakeoverFencingTest {
 
     private static NewIntent newIntent(String client, String key) {
         return new NewIntent(Operation.CHARGE, "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24), client,
-                new IdempotencyKey(key), Fingerprint.of("POST", "/v1/charges", REQUEST), REQUEST, 1, "usd", "identity-" + client + "-" + key);
+                new IdempotencyKey(key), Fingerprint.of("POST", "/v1/charges", REQUEST), REQUEST, 1, "usd");
     }
 
     /** What a holder's write may change in a row; {@code leaseLive} as the database clock sees it. */
@@ -284,8 +284,9 @@ class TakeoverFencingTest {
         boolean finished = !"processing".equals(status);
         try (Connection c = source.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
-                                            lease_until, needs_reconciliation, response_status, response_body, finished_at)
-                VALUES (?, ?, ?, 'f', '{}', 1, 'usd', ?, %s, ?, ?, ?, %s)"""
+                                            lease_until, needs_reconciliation, response_status, response_body, finished_at,
+                                            stripe_identity)
+                VALUES (?, ?, ?, 'f', '{}', 1, 'usd', ?, %s, ?, ?, ?, %s, ?)"""
                 .formatted(leaseUntil, finished ? "now()" : "NULL"))) {
             ps.setString(1, "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
             ps.setString(2, client);
@@ -299,6 +300,7 @@ class TakeoverFencingTest {
                 ps.setNull(6, java.sql.Types.INTEGER);
                 ps.setNull(7, java.sql.Types.VARCHAR);
             }
+            ps.setString(8, new IdempotencyKey(key).identity(Operation.CHARGE, client));
             ps.executeUpdate();
         }
     }

@@ -71,8 +71,9 @@ class RetentionJobTest {
         String id = "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24);
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
-                    lease_until, response_status, response_body, finished_at, created_at, charge_status, payment_intent_id)
-                VALUES (?, 'retention-test', ?, 'f', '{}', 100, 'usd', ?, ?, ?, ?, ?, now() - ?::interval, ?, ?)""")) {
+                    lease_until, response_status, response_body, finished_at, created_at, charge_status, payment_intent_id,
+                    stripe_identity)
+                VALUES (?, 'retention-test', ?, 'f', '{}', 100, 'usd', ?, ?, ?, ?, ?, now() - ?::interval, ?, ?, ?)""")) {
             ps.setString(1, id);
             ps.setString(2, key);
             ps.setString(3, status);
@@ -83,6 +84,7 @@ class RetentionJobTest {
             ps.setString(8, age);
             ps.setString(9, chargeStatus);
             ps.setString(10, chargeStatus == null ? null : "pi_" + id.substring(4));
+            ps.setString(11, dev.chargeonce.stripe.StripeKeys.identity("retention-test", key));
             ps.executeUpdate();
         }
         return id;
@@ -91,9 +93,10 @@ class RetentionJobTest {
     private void insertRefund(String chargeId, String key, String status, String refundStatus, String age) throws Exception {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_refunds (id, charge_id, client_id, idempotency_key, fingerprint, request, amount, currency,
-                    status, response_status, response_body, finished_at, created_at, refund_status, stripe_refund_id)
+                    status, response_status, response_body, finished_at, created_at, refund_status, stripe_refund_id,
+                    stripe_identity)
                 VALUES (?, ?, 'retention-test', ?, 'f', '{}', 50, 'usd', ?, 201, '{}', now() - ?::interval, now() - ?::interval,
-                        ?, ?)""")) {
+                        ?, ?, ?)""")) {
             ps.setString(1, "rfd_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
             ps.setString(2, chargeId);
             ps.setString(3, key);
@@ -102,6 +105,7 @@ class RetentionJobTest {
             ps.setString(6, age);
             ps.setString(7, refundStatus);
             ps.setString(8, "re_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
+            ps.setString(9, dev.chargeonce.stripe.StripeKeys.refundIdentity("retention-test", key));
             ps.executeUpdate();
         }
     }

@@ -34,11 +34,12 @@ class StuckRowsTest {
         String id = "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24);
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
-                                            lease_gen, lease_until, created_at, stripe_key_first_sent)
+                                            lease_gen, lease_until, created_at, stripe_key_first_sent, stripe_identity)
                 VALUES (?, 'stuck-test', ?, 'f', '{}', 1, 'usd', 'processing', 240, now() + interval '20 seconds',
-                        now() - interval '40 minutes', now() - interval '40 minutes')""")) {
+                        now() - interval '40 minutes', now() - interval '40 minutes', ?)""")) {
             ps.setString(1, id);
             ps.setString(2, id);
+            ps.setString(3, dev.chargeonce.stripe.StripeKeys.identity("stuck-test", id));
             ps.executeUpdate();
         }
         try {
