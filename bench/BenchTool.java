@@ -33,8 +33,9 @@ public class BenchTool {
             case "report" -> new Report(Path.of(args[1])).print(System.out);
             case "focus" -> new Report(Path.of(args[1])).printFocus(System.out);
             case "soak" -> Soak.report(Path.of(args[1]), System.out);
+            case "explain-scripts" -> ExplainScripts.write(Path.of(args[1]), Path.of(args[2]), Path.of(args[3]));
             default -> {
-                System.err.println("usage: BenchTool pgbench-scripts <statement catalog dir> <dir> | report <dir> | focus <dir> | soak <dir>");
+                System.err.println("usage: BenchTool pgbench-scripts <statement catalog dir> <dir> | report <dir> | focus <dir> | soak <dir> | explain-scripts <pgbench dir> <before dir> <out dir>");
                 System.exit(2);
             }
         }
@@ -98,6 +99,14 @@ public class BenchTool {
                     "'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "'bulk-' || CAST(:i AS text)",
                     ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_BULK_I, "NULL")).strip() + ";\n";
             Files.writeString(dir.resolve("replay.sql"), replay);
+
+            // The least any exactly-once pair can cost: a plain INSERT … ON CONFLICT DO NOTHING of a row and an UPDATE of
+            // it by primary key, each its own transaction, on a table with nothing but its key (bench_minimal, made by
+            // bench/run.sh), the stored answer as the row's payload. The limit issue 14 measures new charges against.
+            String minimal = "\\set k random(1, 9000000000000000000)\n"
+                    + "INSERT INTO bench_minimal (id, status) VALUES ('chg_pgb' || CAST(:k AS text), 'processing') ON CONFLICT DO NOTHING;\n"
+                    + "UPDATE bench_minimal SET status = 'completed', body = :response WHERE id = 'chg_pgb' || CAST(:k AS text);\n";
+            Files.writeString(dir.resolve("minimal_pair.sql"), minimal);
 
             // A new refund: the claim transaction (lock the charge, insert the refund's row, reserve its amount), then
             // the fenced finish; of 1 cent, on one of :refund_charges charges (bench/sql/refund_charges.sql) or all on
@@ -167,6 +176,90 @@ public class BenchTool {
             return out.toString();
         }
 
+    }
+
+    // ---- explain scripts -----------------------------------------------------------------------------------------
+
+    /**
+     * {@code bench/explain.sh}: the pgbench scripts of a new charge (claim + finish) and of a replay, today's and
+     * those before issue 14, as psql scripts whose every statement runs under {@code EXPLAIN (ANALYZE, BUFFERS, WAL)}:
+     * the script runs six times for keys of its own (so that the statements are warm), then once more after a
+     * {@code -- shown} marker. pgbench's variables become psql's ({@code :'name'} for text, as pgbench binds them).
+     */
+    static final class ExplainScripts {
+
+        static void write(Path today, Path before, Path out) throws IOException {
+            Files.createDirectories(out);
+            List<String> defines = Files.readAllLines(today.resolve("defines.txt"));
+            StringBuilder header = new StringBuilder("\\set ON_ERROR_STOP 1\n\\pset pager off\n");
+            List<String> textVariables = new ArrayList<>();
+            for (String define : defines) {
+                int eq = define.indexOf('=');
+                if (eq > 0) {
+                    String name = define.substring(0, eq);
+                    textVariables.add(name);
+                    header.append("\\set ").append(name).append(" '").append(define.substring(eq + 1).replace("'", "\\'")).append("'\n");
+                }
+            }
+            Map<String, Path> scripts = new LinkedHashMap<>();
+            scripts.put("after-pair", today.resolve("claim_finish.sql"));
+            scripts.put("after-replay", today.resolve("replay.sql"));
+            scripts.put("before-pair", before.resolve("claim_finish.sql"));
+            scripts.put("before-replay", before.resolve("replay.sql"));
+            for (Map.Entry<String, Path> script : scripts.entrySet()) {
+                List<String> statements = statements(Files.readString(script.getValue()), textVariables);
+                StringBuilder psql = new StringBuilder(header);
+                for (int run = 0; run <= 6; run++) {
+                    if (run == 6) {
+                        psql.append("\\echo '-- shown'\n");
+                    }
+                    long k = 4_000_000_000L + run * 7919L + script.getKey().hashCode() % 1000;
+                    psql.append("\\set k ").append(k).append("\n\\set i ").append(10 * (run * 37 % 1999)).append("\n")
+                            .append("\\set id chg_pgb").append(k).append("\n\\set lease_gen 1\n\\set new_lease_gen 1\n");
+                    for (String statement : statements) {
+                        psql.append(run == 6 ? "EXPLAIN (ANALYZE, BUFFERS, WAL, COSTS OFF, TIMING OFF)\n" : "")
+                                .append(statement).append(";\n");
+                    }
+                }
+                Files.writeString(out.resolve(script.getKey() + ".sql"), psql.toString());
+            }
+        }
+
+        /** The SQL statements of a pgbench script, without its meta-commands and comments, variables in psql's form. */
+        static List<String> statements(String pgbench, List<String> textVariables) {
+            List<String> statements = new ArrayList<>();
+            StringBuilder current = new StringBuilder();
+            for (String line : pgbench.split("\n")) {
+                String trimmed = line.strip();
+                if (trimmed.startsWith("--")) {
+                    continue;
+                }
+                if (trimmed.startsWith("\\")) { // \set, \gset: end of a statement that pgbench sends with \gset
+                    if (!current.toString().isBlank()) {
+                        statements.add(current.toString().strip());
+                        current.setLength(0);
+                    }
+                    continue;
+                }
+                current.append(line).append('\n');
+                if (trimmed.endsWith(";")) {
+                    statements.add(current.toString().strip().replaceAll(";$", ""));
+                    current.setLength(0);
+                }
+            }
+            if (!current.toString().isBlank()) {
+                statements.add(current.toString().strip());
+            }
+            List<String> psql = new ArrayList<>();
+            for (String statement : statements) {
+                String s = statement;
+                for (String name : textVariables) {
+                    s = s.replaceAll(":" + name + "\\b", ":'" + name + "'");
+                }
+                psql.add(s.replaceAll("(?<!:):id\\b", ":'id'"));
+            }
+            return psql;
+        }
     }
 
     // ---- soak ----------------------------------------------------------------------------------------------------
@@ -601,6 +694,7 @@ public class BenchTool {
             target("claim p99 at " + (has10m ? "10 million" : meta.getOrDefault("growth_rows_" + lastStep, "largest") + " (10M not run)")
                             + " rows vs empty", "≤ 1.5×", ratio(lastP99, emptyP99), lastP99 / emptyP99 <= 1.5,
                     gap(1.5, lastP99 / emptyP99));
+            printIssue14(out, svc, pt, rep, pair, replayRef, slow, rssPeak, hwm);
             out.println("#### Targets of issue 6");
             out.println();
             out.println("| target | goal | measured | | distance |");
@@ -609,6 +703,78 @@ public class BenchTool {
                 out.println("| " + String.join(" | ", t) + " |");
             }
             out.println();
+        }
+
+        /**
+         * The cost of exactly-once (issue 14): CPU per charge and per replay of each process, today's statements against
+         * those before issue 14 on the same server, and the issue's targets, each as measured / goal.
+         */
+        void printIssue14(PrintStream out, Run[] svc, Run[] pt, Run[] rep, Run[] pair, Run[] replayRef, Run slow, long rssPeak, long hwm) {
+            Run[] before = new Run[4], beforeReplay = new Run[4], minimal = new Run[4];
+            for (int i = 0; i < 4; i++) {
+                before[i] = pgbench("pgb-before-pair-c" + CONCURRENCY[i]);
+                beforeReplay[i] = pgbench("pgb-before-replay-c" + CONCURRENCY[i]);
+                minimal[i] = pgbench("pgb-minimal-pair-c" + CONCURRENCY[i]);
+            }
+            out.println("#### The cost of exactly-once (issue 14)");
+            out.println();
+            out.println("CPU in ms per request (per transaction for pgbench) of each process, from /proc over the same runs; the");
+            out.println("pass-through is the same HTTP stack and Stripe call without a database. \"Before\": the statements of main as of");
+            out.println("71fb6c2 on the schema of migrations V1.0.0-V1.7.0 (bench/sql/before/, database chargeonce_before), same server.");
+            out.println();
+            out.println("| concurrency | service JVM per charge | pass-through JVM per charge | × | PostgreSQL per charge (service) | pgbench pair today | pgbench pair before | today ÷ before | minimal pair | service JVM per replay | PostgreSQL per replay (service) | pgbench replay today | before |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for (int i = 0; i < 4; i++) {
+                int c = CONCURRENCY[i];
+                double[] s = cpuPerRequest("s1-svc-c" + c, svc[i]), p = cpuPerRequest("s1-pt-c" + c, pt[i]),
+                        r = cpuPerRequest("s2-svc-c" + c, rep[i]), a = cpuPerRequest("pgb-pair-c" + c, pair[i]),
+                        b = cpuPerRequest("pgb-before-pair-c" + c, before[i]), m = cpuPerRequest("pgb-minimal-pair-c" + c, minimal[i]),
+                        ra = cpuPerRequest("pgb-replay-c" + c, replayRef[i]), rb = cpuPerRequest("pgb-before-replay-c" + c, beforeReplay[i]);
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", c, part(s, 0), part(p, 1),
+                        s == null || p == null ? "–" : ratio(s[0], p[1]), part(s, 3), part(a, 3), part(b, 3),
+                        a == null || b == null ? "–" : ratio(a[3], b[3]), part(m, 3), part(r, 0), part(r, 3), part(ra, 3), part(rb, 3));
+            }
+            out.println();
+            // targets
+            double svcPeak = best(svc);
+            double[] s64 = cpuPerRequest("s1-svc-c64", svc[2]), p64 = cpuPerRequest("s1-pt-c64", pt[2]);
+            double jvm = s64 == null || p64 == null ? Double.NaN : s64[0] / p64[1];
+            List<String[]> t14 = new ArrayList<>();
+            t14.add(row("service JVM CPU per new charge vs the pass-through's (concurrency 64)", "≤ 1.3×", jvm, jvm <= 1.3));
+            double[] a16 = cpuPerRequest("pgb-pair-c16", pair[1]), b16 = cpuPerRequest("pgb-before-pair-c16", before[1]);
+            double pg = a16 == null || b16 == null ? Double.NaN : a16[3] / b16[3];
+            t14.add(row("PostgreSQL CPU per charge, today's statements ÷ before (pgbench, 16 clients)", "≤ 0.67", pg, pg <= 0.67));
+            double replay = best(rep) / best(replayRef);
+            t14.add(row("replays vs pgbench limit of the same read (best vs best)", "≥ 0.40", replay, replay >= 0.40));
+            double newVsMinimal = svcPeak / best(minimal);
+            t14.add(row("new charges vs pgbench limit of the minimal pair (best vs best)", "≥ 0.50", newVsMinimal, newVsMinimal >= 0.50));
+            double slowRatio = slow.rate() / svcPeak;
+            t14.add(row("slow Stripe (300 ms), largest in flight, vs the service's own zero-latency peak", "≥ 0.80", slowRatio, slowRatio >= 0.80));
+            double mib = Math.max(rssPeak, hwm) / 1024.0;
+            t14.add(new String[]{"slow Stripe: resident memory (VmHWM)", "< 512 MiB", String.format(Locale.ROOT, "%.0f MiB", mib),
+                    mib > 0 && mib < 512 ? "met" : "**missed**"});
+            double added = (svc[0].p50() - pt[0].p50() - pair[0].p50()) / 1000.0;
+            t14.add(new String[]{"added latency at concurrency 1 over PostgreSQL's own pair (p50: service − pass-through − pgbench pair)",
+                    "≤ 0.3 ms", fmt(added) + " ms", added <= 0.3 ? "met" : "**missed**"});
+            out.println("#### Targets of issue 14 (measured / goal)");
+            out.println();
+            out.println("| target | goal | measured | |");
+            out.println("|---|---|---|---|");
+            for (String[] t : t14) {
+                out.println("| " + String.join(" | ", t) + " |");
+            }
+            out.println();
+            out.println("The fifth target of issue 14, no decay with volume, is `bench/run.sh --soak` (README).");
+            out.println();
+        }
+
+        static String part(double[] cpu, int index) {
+            return cpu == null ? "–" : String.format(Locale.ROOT, "%.3f", cpu[index]);
+        }
+
+        static String[] row(String name, String goal, double measured, boolean met) {
+            return new String[]{name, goal, Double.isNaN(measured) ? "–" : String.format(Locale.ROOT, "%.2f", measured),
+                    Double.isNaN(measured) ? "not measured" : met ? "met" : "**missed**"};
         }
 
         /** Scenarios 6 and 7: refunds, each next to its references and to the charges of the same run. */

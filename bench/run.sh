@@ -11,6 +11,7 @@
 #                  as HTML in the results) under new charges and under replays at concurrency 32, then stop
 #   --focus        after the warm-up, only the cost of exactly-once: new charges (service, pass-through) and
 #                  replays at concurrency 32, with CPU per request of each process, then stop (a few minutes)
+#   --service-jar J  measure another build of the service (its quarkus-run.jar), e.g. an earlier commit's
 #   --soak D       only new charges at concurrency 16 for D (e.g. 15m) against a PostgreSQL with default settings,
 #                  minute by minute: throughput, latency, CPU per charge, WAL per charge, the service's memory and the
 #                  table's size; soak.md and soak.svg in the results
@@ -29,6 +30,7 @@ DURATION=10
 PROFILE=0
 FOCUS=0
 SOAK_MINUTES=0
+SERVICE_JAR_ARG=""
 WITH_10M=0
 QUICK=0
 OUT=""
@@ -41,7 +43,8 @@ while [ $# -gt 0 ]; do
     --profile) PROFILE=1; shift ;;
     --focus) FOCUS=1; shift ;;
     --soak) SOAK_MINUTES="${2%m}"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --service-jar) SERVICE_JAR_ARG="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -86,6 +89,11 @@ java bench/BenchTool.java pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbe
 cp bench/sql/before/claim_finish.sql "$WORK_DIR/pgbench/before_claim_finish.sql"
 cp bench/sql/before/replay.sql "$WORK_DIR/pgbench/before_replay.sql"
 
+if [ -n "$SERVICE_JAR_ARG" ]; then
+  SERVICE_JAR="$SERVICE_JAR_ARG"
+  log "measuring the service built at $SERVICE_JAR"
+fi
+
 # ---- processes ------------------------------------------------------------------------------------------------
 PG_PORT=$(free_port); STRIPE_PORT=$(free_port); SVC_PORT=$(free_port); PT_PORT=$(free_port)
 SVC_MANAGEMENT_PORT=$(free_port)   # the service's health and metrics: its management interface
@@ -105,6 +113,9 @@ psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce"
 # The schema the statements before issue 14 ran on (bench/sql/before/): the migrations up to V1.7.0 (Flyway's
 # files never change once released), in a database of its own on the same server.
 psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce_before"
+# the minimal pair's table (bench/BenchTool.java, minimal_pair.sql): a key and the answer, nothing else
+psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce_minimal"
+psql_at "$PG_PORT" chargeonce_minimal -c "CREATE TABLE bench_minimal (id text PRIMARY KEY, status text NOT NULL, body text)"
 for migration in $(ls src/main/resources/db/migration/V1.[0-7].*__*.sql | sort -V); do
   psql_at "$PG_PORT" chargeonce_before -f "$migration" >/dev/null
 done
@@ -116,6 +127,10 @@ wait_http "http://127.0.0.1:$STRIPE_PORT/_sandbox/stats" 30 "$STRIPE_PID" || die
 stripe_faults() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/faults?$1" >/dev/null; }
 stripe_reset() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/reset" >/dev/null; stripe_faults "latency_ms=${1:-0}"; }
 
+# Reconciliation and the Events API catch-up are off: both page through Stripe's lists of the last day or month, and
+# the stand-in keeps those lists in memory and walks them from the start for every page (it is a test tool): past a
+# few hundred thousand charges their passes took both cores and the run measured the stand-in (a soak collapsed from
+# ~1,000 to ~30 charges/s). Against Stripe they cost API calls and this service's reads of its own rows.
 log "chargeonce on :$SVC_PORT (management interface :$SVC_MANAGEMENT_PORT)"
 start_bg "$OUT/service.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$SVC_PORT" \
   -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$SVC_MANAGEMENT_PORT" \
@@ -123,6 +138,7 @@ start_bg "$OUT/service.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dqu
   -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
   -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" \
   -Dchargeonce.auth.clients="bench:$(sha256_hex "$API_KEY")" -Dquarkus.log.console.json.enabled=false \
+  -Dchargeonce.reconciliation.enabled=false -Dchargeonce.webhooks.catch-up-enabled=false \
   -jar "$SERVICE_JAR"
 SVC_PID=$LAST_PID
 wait_http "http://127.0.0.1:$SVC_MANAGEMENT_PORT/q/health/ready" 90 "$SVC_PID" || die "service did not start, see $OUT/service.log"
@@ -381,7 +397,10 @@ fi
 log "reference (a): pgbench, the service's claim + finish, and its replay read; the same for refunds"
 for c in "${CONCURRENCY[@]}"; do
   pgbench_run "pgb-pair-c$c" claim_finish.sql "$c" "$DURATION"
+  PGB_DB=chargeonce_before pgbench_run "pgb-before-pair-c$c" before_claim_finish.sql "$c" "$DURATION"
+  PGB_DB=chargeonce_minimal pgbench_run "pgb-minimal-pair-c$c" minimal_pair.sql "$c" "$DURATION"
   pgbench_run "pgb-replay-c$c" replay.sql "$c" "$DURATION" $(( REPLAY_POOL / 10 ))
+  PGB_DB=chargeonce_before pgbench_run "pgb-before-replay-c$c" before_replay.sql "$c" "$DURATION" $(( REPLAY_POOL / 10 ))
   pgbench_run "pgb-refund-c$c" refund_many.sql "$c" "$DURATION"
   pgbench_run "pgb-refund-hot-c$c" refund_hot.sql "$c" "$DURATION"
   pgbench_run "pgb-refund-replay-c$c" refund_replay.sql "$c" "$DURATION"

@@ -397,6 +397,26 @@ public class IdempotencyStore {
     }
 
     /**
+     * Every statement of the protocol shared by the operations, as this class runs them for {@code op}, by name (the
+     * components of {@link Sql}): for tests that hold each of them to a rule (the plan it gets, what it names).
+     */
+    static java.util.SortedMap<String, String> protocolStatements(Operation op) {
+        Sql sql = sql(op);
+        java.util.SortedMap<String, String> statements = new java.util.TreeMap<>();
+        for (java.lang.reflect.RecordComponent component : Sql.class.getRecordComponents()) {
+            try {
+                Object statement = component.getAccessor().invoke(sql);
+                if (statement != null) {
+                    statements.put(component.getName(), (String) statement);
+                }
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return statements;
+    }
+
+    /**
      * The statements of the hot paths exactly as this class runs them for {@code op}, by name: what the benchmark's
      * {@code pgbench} reference runs (bench/, through {@link StatementCatalog}), so that the reference follows the code.
      */

@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.chargeonce.testing.DedicatedDatabase;
 import dev.chargeonce.testing.PostgresAndSandbox;
 import io.agroal.api.AgroalDataSource;
-import io.agroal.api.configuration.supplier.AgroalPropertiesReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.quarkus.test.common.TestResourceScope;
 import io.quarkus.test.common.WithTestResource;
@@ -17,7 +17,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -75,7 +74,7 @@ class TakeoverFencingTest {
      */
     @Test
     void concurrentRecoveryPassesTakeOverEveryExpiredRowExactlyOnceAndNothingElse() throws Exception {
-        try (DedicatedDatabase database = DedicatedDatabase.create(this)) {
+        try (DedicatedDatabase database = DedicatedDatabase.create(primary, primaryUrl, username, password, flyway)) {
             IdempotencyStore scanner = new IdempotencyStore(database.dataSource, idempotencyConfig, new SimpleMeterRegistry());
             String client = "fencing-" + UUID.randomUUID();
             int rows = 60;
@@ -310,48 +309,6 @@ class TakeoverFencingTest {
              PreparedStatement ps = c.prepareStatement("UPDATE stripe_intents SET lease_until = now() - interval '1 second' WHERE id = ?")) {
             ps.setString(1, id);
             ps.executeUpdate();
-        }
-    }
-
-    /** A fresh database on the suite's PostgreSQL, with the service's schema, dropped again at the end. */
-    private static final class DedicatedDatabase implements AutoCloseable {
-
-        final String name;
-        final AgroalDataSource dataSource;
-        private final AgroalDataSource primary;
-
-        private DedicatedDatabase(String name, AgroalDataSource dataSource, AgroalDataSource primary) {
-            this.name = name;
-            this.dataSource = dataSource;
-            this.primary = primary;
-        }
-
-        static DedicatedDatabase create(TakeoverFencingTest test) throws SQLException {
-            String name = "fencing_scan_" + UUID.randomUUID().toString().replace("-", "");
-            try (Connection c = test.primary.getConnection(); Statement s = c.createStatement()) {
-                s.execute("CREATE DATABASE " + name);
-            }
-            String url = test.primaryUrl.replaceFirst("/[^/?]+(\\?.*)?$", "/" + name + "$1");
-            Map<String, String> pool = new LinkedHashMap<>();
-            pool.put(AgroalPropertiesReader.JDBC_URL, url);
-            pool.put(AgroalPropertiesReader.PRINCIPAL, test.username);
-            pool.put(AgroalPropertiesReader.CREDENTIAL, test.password);
-            pool.put(AgroalPropertiesReader.PROVIDER_CLASS_NAME, "org.postgresql.Driver");
-            pool.put(AgroalPropertiesReader.MAX_SIZE, "8");
-            pool.put(AgroalPropertiesReader.ACQUISITION_TIMEOUT_S, "10");
-            AgroalDataSource dataSource = AgroalDataSource.from(new AgroalPropertiesReader().readProperties(pool));
-            // The service's own migrations (the configuration of its Flyway, pointed at this database).
-            Flyway.configure(test.flyway.getConfiguration().getClassLoader())
-                    .configuration(test.flyway.getConfiguration()).dataSource(dataSource).load().migrate();
-            return new DedicatedDatabase(name, dataSource, test.primary);
-        }
-
-        @Override
-        public void close() throws SQLException {
-            dataSource.close();
-            try (Connection c = primary.getConnection(); Statement s = c.createStatement()) {
-                s.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
-            }
         }
     }
 }
