@@ -121,16 +121,20 @@ for migration in $(ls src/main/resources/db/migration/V1.[0-7].*__*.sql | sort -
 done
 
 log "Stripe stand-in on :$STRIPE_PORT"
-start_bg "$OUT/stripe.log" java -Xmx2g -cp "$SANDBOX_JAR" dev.chargeonce.sandbox.StripeSandbox "$STRIPE_PORT" 0
+# The stand-in keeps every PaymentIntent, event and stored answer in memory (a few KB per charge): 2 GB hold the
+# default run; a soak of a million charges needs more (with 2 GB it ran out of memory past ~550,000 charges, and the
+# collapse of the curve was its garbage collector's, not the service's).
+STRIPE_HEAP=$([ "$SOAK_MINUTES" -gt 0 ] && echo 10g || echo 2g)
+start_bg "$OUT/stripe.log" java -Xmx"$STRIPE_HEAP" -cp "$SANDBOX_JAR" dev.chargeonce.sandbox.StripeSandbox "$STRIPE_PORT" 0
 STRIPE_PID=$LAST_PID
 wait_http "http://127.0.0.1:$STRIPE_PORT/_sandbox/stats" 30 "$STRIPE_PID" || die "sandbox did not start"
 stripe_faults() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/faults?$1" >/dev/null; }
 stripe_reset() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/reset" >/dev/null; stripe_faults "latency_ms=${1:-0}"; }
 
-# Reconciliation and the Events API catch-up are off: both page through Stripe's lists of the last day or month, and
-# the stand-in keeps those lists in memory and walks them from the start for every page (it is a test tool): past a
-# few hundred thousand charges their passes took both cores and the run measured the stand-in (a soak collapsed from
-# ~1,000 to ~30 charges/s). Against Stripe they cost API calls and this service's reads of its own rows.
+# Reconciliation and the Events API catch-up are off: both page through Stripe's lists of the last day or month, which
+# the stand-in (a test tool) walks from the start for every page; past a few hundred thousand charges a pass took most
+# of both cores, and the run measured the stand-in. Against Stripe they cost API calls and reads of the service's own
+# rows, on their own schedule, not per request.
 log "chargeonce on :$SVC_PORT (management interface :$SVC_MANAGEMENT_PORT)"
 start_bg "$OUT/service.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$SVC_PORT" \
   -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$SVC_MANAGEMENT_PORT" \

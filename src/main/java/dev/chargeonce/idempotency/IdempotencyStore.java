@@ -57,7 +57,9 @@ public class IdempotencyStore {
      * not run at all), else the new row, inserted {@code ON CONFLICT DO NOTHING}: the insert, never the read, decides
      * that the key is new. A new row reads back only what the database chose (its lease generation and clocks); the
      * rest is what was inserted. Neither half: a concurrent claim of the key committed after this statement's snapshot
-     * (the insert saw it and did nothing), and the next statement sees it.
+     * (the insert saw it and did nothing), and the next statement sees it. {@code ON CONFLICT} names no index: every
+     * unique one decides, so that a schema with the raw key's unique constraint too (V1.8.0, while a rolling deploy
+     * still runs the release before it) answers a racing duplicate like any other, never with a unique violation.
      */
     private static final String CLAIM = """
             WITH existing AS (
@@ -69,7 +71,7 @@ public class IdempotencyStore {
                 SELECT ?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
                        clock_timestamp() + ? * interval '1 millisecond', ?, ?
                  WHERE NOT EXISTS (SELECT 1 FROM existing)
-                ON CONFLICT (stripe_identity, client_id) DO NOTHING
+                ON CONFLICT DO NOTHING
                 RETURNING si.lease_gen, si.created_at, si.stripe_key_first_sent)
             SELECT i.lease_gen AS new_lease_gen, i.created_at AS new_created_at, i.stripe_key_first_sent AS new_key_first_sent,
                    e.*
@@ -94,7 +96,7 @@ public class IdempotencyStore {
                  stripe_sending_until, stripe_identity)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
                     clock_timestamp() + ? * interval '1 millisecond', ?)
-            ON CONFLICT (stripe_identity, client_id) DO NOTHING
+            ON CONFLICT DO NOTHING
             RETURNING true AS fresh, %s
             """.formatted(COLUMNS);
 

@@ -133,6 +133,22 @@ class TakeoverFencingTest {
      */
     @Test
     void sixtyFourClaimsOfOneNewKeyAtOnceMakeOneRow() throws Exception {
+        claimRaces(store, primary);
+    }
+
+    /**
+     * The same races on the schema a rolling deploy passes through (V1.8.x: the raw key's unique constraint beside
+     * the identity's): a duplicate that loses on the raw key's index is answered like any other, never with a
+     * unique violation (a claim whose ON CONFLICT named the identity's index alone answered it with a 500).
+     */
+    @Test
+    void claimsRaceCleanlyOnTheSchemaOfARollingDeployToo() throws Exception {
+        try (DedicatedDatabase database = DedicatedDatabase.create(primary, primaryUrl, username, password, flyway, "1.8.2")) {
+            claimRaces(new IdempotencyStore(database.dataSource, idempotencyConfig, new SimpleMeterRegistry()), database.dataSource);
+        }
+    }
+
+    private static void claimRaces(IdempotencyStore store, AgroalDataSource primary) throws Exception {
         String client = "race-" + UUID.randomUUID();
         int keys = 20;
         int claimers = 64;

@@ -33,6 +33,12 @@ public final class DedicatedDatabase implements AutoCloseable {
      */
     public static DedicatedDatabase create(AgroalDataSource primary, String primaryUrl, String username, String password,
                                            Flyway flyway) throws SQLException {
+        return create(primary, primaryUrl, username, password, flyway, null);
+    }
+
+    /** @param target the last migration to apply (a schema an earlier release left, mid-upgrade); null: all */
+    public static DedicatedDatabase create(AgroalDataSource primary, String primaryUrl, String username, String password,
+                                           Flyway flyway, String target) throws SQLException {
         String name = "dedicated_" + UUID.randomUUID().toString().replace("-", "");
         try (Connection c = primary.getConnection(); Statement s = c.createStatement()) {
             s.execute("CREATE DATABASE " + name);
@@ -46,8 +52,12 @@ public final class DedicatedDatabase implements AutoCloseable {
         pool.put(AgroalPropertiesReader.MAX_SIZE, "8");
         pool.put(AgroalPropertiesReader.ACQUISITION_TIMEOUT_S, "10");
         AgroalDataSource dataSource = AgroalDataSource.from(new AgroalPropertiesReader().readProperties(pool));
-        Flyway.configure(flyway.getConfiguration().getClassLoader())
-                .configuration(flyway.getConfiguration()).dataSource(dataSource).load().migrate();
+        org.flywaydb.core.api.configuration.FluentConfiguration migrations = Flyway.configure(flyway.getConfiguration().getClassLoader())
+                .configuration(flyway.getConfiguration()).dataSource(dataSource);
+        if (target != null) {
+            migrations.target(target);
+        }
+        migrations.load().migrate();
         return new DedicatedDatabase(name, dataSource, primary);
     }
 
