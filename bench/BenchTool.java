@@ -33,9 +33,10 @@ public class BenchTool {
             case "report" -> new Report(Path.of(args[1])).print(System.out);
             case "focus" -> new Report(Path.of(args[1])).printFocus(System.out);
             case "soak" -> Soak.report(Path.of(args[1]), System.out);
+            case "soak-compare" -> Soak.compare(Path.of(args[1]), Path.of(args[2]), Path.of(args[3]), System.out);
             case "explain-scripts" -> ExplainScripts.write(Path.of(args[1]), Path.of(args[2]), Path.of(args[3]));
             default -> {
-                System.err.println("usage: BenchTool pgbench-scripts <statement catalog dir> <dir> | report <dir> | focus <dir> | soak <dir> | explain-scripts <pgbench dir> <before dir> <out dir>");
+                System.err.println("usage: BenchTool pgbench-scripts <statement catalog dir> <dir> | report <dir> | focus <dir> | soak <dir> | soak-compare <before dir> <after dir> <out.svg> | explain-scripts <pgbench dir> <before dir> <out dir>");
                 System.exit(2);
             }
         }
@@ -302,6 +303,74 @@ public class BenchTool {
             Files.writeString(dir.resolve("soak.svg"), svg(minutes));
             out.println();
             out.println("Plot: soak.svg (charges per second and resident memory, minute by minute, against the rows in the table).");
+        }
+
+        /**
+         * Two soaks side by side (e.g. before and after a change, each from {@code bench/run.sh --soak}): a summary table
+         * (the whole soak after its first minute, and its last five minutes) and one chart over the rows in the table,
+         * charges/s on the left axis and WAL bytes per charge on the right, so that a decay shows where it starts.
+         */
+        static void compare(Path beforeDir, Path afterDir, Path svgFile, PrintStream out) throws IOException {
+            List<Minute> before = read(beforeDir), after = read(afterDir);
+            out.println("| soak | minutes | rows at the end | table + indexes | charges/s (min 2 to end) | last 5 min | PostgreSQL CPU ms/charge | last 5 min | WAL bytes/charge | last 5 min | service CPU ms/charge | p99 ms (median of minutes) |");
+            out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            summary(out, "before", before);
+            summary(out, "after", after);
+            Files.writeString(svgFile, compareSvg(before, after));
+        }
+
+        static void summary(PrintStream out, String name, List<Minute> minutes) {
+            List<Minute> steady = minutes.stream().filter(m -> m.minute() >= 2).toList();
+            List<Minute> last = steady.subList(Math.max(0, steady.size() - 5), steady.size());
+            Minute end = minutes.get(minutes.size() - 1);
+            double[] p99 = steady.stream().mapToDouble(Minute::p99Ms).sorted().toArray();
+            out.printf(Locale.ROOT, "| %s | %d | %,d | %,.0f MB | %,.0f | %,.0f | %.3f | %.3f | %,.0f | %,.0f | %.3f | %.0f |%n", name, end.minute(),
+                    end.rows(), end.tableMb(), mean(steady, Minute::rate), mean(last, Minute::rate),
+                    perCharge(steady, Minute::pgCpuMs), perCharge(last, Minute::pgCpuMs), perCharge(steady, Minute::walBytes),
+                    perCharge(last, Minute::walBytes), perCharge(steady, Minute::serviceCpuMs), p99[p99.length / 2]);
+        }
+
+        static double mean(List<Minute> minutes, java.util.function.ToDoubleFunction<Minute> f) {
+            return minutes.stream().mapToDouble(f).average().orElse(Double.NaN);
+        }
+
+        /** A per-charge figure over several minutes, weighted by the charges of each minute. */
+        static double perCharge(List<Minute> minutes, java.util.function.ToDoubleFunction<Minute> f) {
+            double made = minutes.stream().mapToDouble(Minute::rate).sum();
+            return minutes.stream().mapToDouble(m -> f.applyAsDouble(m) * m.rate()).sum() / made;
+        }
+
+        static String compareSvg(List<Minute> before, List<Minute> after) {
+            List<Minute> all = new ArrayList<>(before);
+            all.addAll(after);
+            int w = 760, h = 380, left = 70, right = 80, top = 48, bottom = 50;
+            double maxRows = Math.max(1, all.stream().mapToLong(Minute::rows).max().orElse(1));
+            double maxRate = Math.max(1, all.stream().mapToDouble(Minute::rate).max().orElse(1)) * 1.15;
+            double maxWal = Math.max(1, all.stream().mapToDouble(Minute::walBytes).max().orElse(1)) * 1.15;
+            java.util.function.DoubleUnaryOperator x = r -> left + r / maxRows * (w - left - right);
+            java.util.function.DoubleUnaryOperator yRate = r -> top + (1 - r / maxRate) * (h - top - bottom);
+            java.util.function.DoubleUnaryOperator yWal = r -> top + (1 - r / maxWal) * (h - top - bottom);
+            StringBuilder b = new StringBuilder();
+            b.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">%n", w, h));
+            b.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>%n", w, h));
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"18\" font-size=\"14\">New charges at concurrency 16, minute by minute, before and after (bench/run.sh --soak)</text>%n", left));
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"36\"><tspan fill=\"#1f77b4\">charges/s after</tspan> · <tspan fill=\"#7f7f7f\">charges/s before</tspan> · <tspan fill=\"#d62728\">WAL bytes/charge after</tspan> · <tspan fill=\"#ff9896\">WAL bytes/charge before</tspan> (dashed)</text>%n", left));
+            for (int i = 0; i <= 5; i++) {
+                double rate = maxRate * i / 5, rows = maxRows * i / 5, wal = maxWal * i / 5;
+                b.append(String.format(Locale.ROOT, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>%n", left, w - right, yRate.applyAsDouble(rate), yRate.applyAsDouble(rate)));
+                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#1f77b4\">%,.0f</text>%n", left - 6, yRate.applyAsDouble(rate) + 4, rate));
+                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" fill=\"#d62728\">%,.0f</text>%n", w - right + 6, yWal.applyAsDouble(wal) + 4, wal));
+                b.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%,.0f</text>%n", x.applyAsDouble(rows), h - bottom + 18, rows));
+            }
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">rows in stripe_intents</text>%n", (w + left - right) / 2, h - 10));
+            b.append(String.format(Locale.ROOT, "<text x=\"14\" y=\"%d\" fill=\"#1f77b4\" transform=\"rotate(-90 14 %d)\" text-anchor=\"middle\">charges/s</text>%n", h / 2, h / 2));
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#d62728\" transform=\"rotate(90 %d %d)\" text-anchor=\"middle\">WAL bytes per charge</text>%n", w - 14, h / 2, w - 14, h / 2));
+            b.append(polyline(before, m -> x.applyAsDouble(m.rows()), m -> yRate.applyAsDouble(m.rate()), "#7f7f7f"));
+            b.append(polyline(after, m -> x.applyAsDouble(m.rows()), m -> yRate.applyAsDouble(m.rate()), "#1f77b4"));
+            b.append(polyline(before, m -> x.applyAsDouble(m.rows()), m -> yWal.applyAsDouble(m.walBytes()), "#ff9896").replace("/>", " stroke-dasharray=\"6 4\"/>"));
+            b.append(polyline(after, m -> x.applyAsDouble(m.rows()), m -> yWal.applyAsDouble(m.walBytes()), "#d62728").replace("/>", " stroke-dasharray=\"6 4\"/>"));
+            b.append("</svg>\n");
+            return b.toString();
         }
 
         /** A line chart with no library: charges/s (left axis) and RSS (right axis) over the rows in the table. */

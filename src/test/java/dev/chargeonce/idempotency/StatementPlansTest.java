@@ -19,7 +19,6 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
 
@@ -44,20 +43,11 @@ class StatementPlansTest {
     @Inject
     Flyway flyway;
 
-    @ConfigProperty(name = "quarkus.datasource.jdbc.url")
-    String primaryUrl;
-
-    @ConfigProperty(name = "quarkus.datasource.username")
-    String username;
-
-    @ConfigProperty(name = "quarkus.datasource.password")
-    String password;
-
     @Test
     void statementsOfOneRowSeekItByItsIdWhateverTheStatistics() throws Exception {
         List<String> wrong = new ArrayList<>();
         int checked = 0;
-        try (DedicatedDatabase database = DedicatedDatabase.create(primary, primaryUrl, username, password, flyway);
+        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway);
              Connection c = database.dataSource.getConnection(); Statement s = c.createStatement()) {
             // Charges and refunds claimed, then finished (each row's in-flight version leaves the partial indexes
             // once vacuumed), then vacuumed and analyzed: the statistics of a quiet table after a busy hour.

@@ -32,7 +32,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import javax.sql.DataSource;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
 
@@ -56,15 +55,6 @@ class TakeoverFencingTest {
     @Inject
     Flyway flyway;
 
-    @ConfigProperty(name = "quarkus.datasource.jdbc.url")
-    String primaryUrl;
-
-    @ConfigProperty(name = "quarkus.datasource.username")
-    String username;
-
-    @ConfigProperty(name = "quarkus.datasource.password")
-    String password;
-
     /**
      * {@code takeOverExpired} scans the whole table, as the recovery worker does. On the suite's shared database it
      * would also take over (and leave with a bumped generation and a fresh lease) every expired row another test
@@ -74,7 +64,7 @@ class TakeoverFencingTest {
      */
     @Test
     void concurrentRecoveryPassesTakeOverEveryExpiredRowExactlyOnceAndNothingElse() throws Exception {
-        try (DedicatedDatabase database = DedicatedDatabase.create(primary, primaryUrl, username, password, flyway)) {
+        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway)) {
             IdempotencyStore scanner = new IdempotencyStore(database.dataSource, idempotencyConfig, new SimpleMeterRegistry());
             String client = "fencing-" + UUID.randomUUID();
             int rows = 60;
@@ -143,7 +133,7 @@ class TakeoverFencingTest {
      */
     @Test
     void claimsRaceCleanlyOnTheSchemaOfARollingDeployToo() throws Exception {
-        try (DedicatedDatabase database = DedicatedDatabase.create(primary, primaryUrl, username, password, flyway, "1.8.2")) {
+        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, "1.8.2")) {
             claimRaces(new IdempotencyStore(database.dataSource, idempotencyConfig, new SimpleMeterRegistry()), database.dataSource);
         }
     }

@@ -8,6 +8,8 @@ import java.sql.Statement;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
+import org.eclipse.microprofile.config.Config;
+import org.eclipse.microprofile.config.ConfigProvider;
 import org.flywaydb.core.Flyway;
 
 /**
@@ -27,18 +29,15 @@ public final class DedicatedDatabase implements AutoCloseable {
         this.primary = primary;
     }
 
-    /**
-     * @param primary    the suite's primary (where the database is created and dropped)
-     * @param primaryUrl its JDBC URL ({@code quarkus.datasource.jdbc.url}): the new database's is derived from it
-     */
-    public static DedicatedDatabase create(AgroalDataSource primary, String primaryUrl, String username, String password,
-                                           Flyway flyway) throws SQLException {
-        return create(primary, primaryUrl, username, password, flyway, null);
+    /** @param primary the suite's primary (where the database is created and dropped, and whose URL and user it takes) */
+    public static DedicatedDatabase create(AgroalDataSource primary, Flyway flyway) throws SQLException {
+        return create(primary, flyway, null);
     }
 
     /** @param target the last migration to apply (a schema an earlier release left, mid-upgrade); null: all */
-    public static DedicatedDatabase create(AgroalDataSource primary, String primaryUrl, String username, String password,
-                                           Flyway flyway, String target) throws SQLException {
+    public static DedicatedDatabase create(AgroalDataSource primary, Flyway flyway, String target) throws SQLException {
+        Config config = ConfigProvider.getConfig();
+        String primaryUrl = config.getValue("quarkus.datasource.jdbc.url", String.class);
         String name = "dedicated_" + UUID.randomUUID().toString().replace("-", "");
         try (Connection c = primary.getConnection(); Statement s = c.createStatement()) {
             s.execute("CREATE DATABASE " + name);
@@ -46,8 +45,8 @@ public final class DedicatedDatabase implements AutoCloseable {
         String url = primaryUrl.replaceFirst("/[^/?]+(\\?.*)?$", "/" + name + "$1");
         Map<String, String> pool = new LinkedHashMap<>();
         pool.put(AgroalPropertiesReader.JDBC_URL, url);
-        pool.put(AgroalPropertiesReader.PRINCIPAL, username);
-        pool.put(AgroalPropertiesReader.CREDENTIAL, password);
+        pool.put(AgroalPropertiesReader.PRINCIPAL, config.getValue("quarkus.datasource.username", String.class));
+        pool.put(AgroalPropertiesReader.CREDENTIAL, config.getValue("quarkus.datasource.password", String.class));
         pool.put(AgroalPropertiesReader.PROVIDER_CLASS_NAME, "org.postgresql.Driver");
         pool.put(AgroalPropertiesReader.MAX_SIZE, "8");
         pool.put(AgroalPropertiesReader.ACQUISITION_TIMEOUT_S, "10");
