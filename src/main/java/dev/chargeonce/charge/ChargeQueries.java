@@ -249,7 +249,7 @@ public class ChargeQueries {
         throw ApiException.invalidRequest("parameter_invalid", "limit must be an integer between 1 and " + MAX_LIMIT + ".", "limit");
     }
 
-    private static Map<String, Object> view(ChargeRecord record) {
+    static Map<String, Object> view(ChargeRecord record) {
         // The charge's state at Stripe once known (it moves on after a 202); rows older than it, by their answer.
         String status = record.chargeStatus() != null ? record.chargeStatus().column() : switch (record.status()) {
             case PROCESSING, ACCEPTED -> "processing";

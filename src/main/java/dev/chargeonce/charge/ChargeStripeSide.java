@@ -3,6 +3,7 @@ package dev.chargeonce.charge;
 import com.stripe.model.PaymentIntent;
 import dev.chargeonce.idempotency.ChargeStatus;
 import dev.chargeonce.idempotency.ClaimedIntent;
+import dev.chargeonce.idempotency.IdempotencyStore;
 import dev.chargeonce.idempotency.IdempotencyStore.Final;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.RowRef;
@@ -28,9 +29,21 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
             "payment_intent.requires_action");
 
     private final StripeGateway stripe;
+    private final IdempotencyStore store;
 
-    ChargeStripeSide(StripeGateway stripe) {
+    ChargeStripeSide(StripeGateway stripe, IdempotencyStore store) {
         this.stripe = stripe;
+        this.store = store;
+    }
+
+    /**
+     * A charge answered {@code 202} whose outcome arrives later (an event, the sync worker): when a Kafka command
+     * claimed it, its new state is queued for the command's producer, as {@code GET /v1/charges/{id}} shows it, in
+     * the transaction that stores it. Its answer stays the {@code 202} (a retry replays it, byte for byte).
+     */
+    @Override
+    public void stateMoved(java.sql.Connection tx, String rowId) throws java.sql.SQLException {
+        store.queueLaterState(tx, rowId, record -> ChargeResponses.write(ChargeQueries.view(record)));
     }
 
     @Override

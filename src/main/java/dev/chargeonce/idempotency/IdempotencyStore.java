@@ -1027,6 +1027,38 @@ public class IdempotencyStore {
     }
 
     /** One of the client's charges, by id; another client's id is not found. */
+    /**
+     * Queues the later state of a charge answered {@code 202} that a Kafka command claimed, in the caller's
+     * transaction (the one that stored the state): status 200 and {@code render}'s body, once per state
+     * ({@code charge:<id>:<state>}). Nothing for a charge claimed over HTTP or answered otherwise.
+     *
+     * @return whether a result was queued
+     */
+    public boolean queueLaterState(Connection tx, String chargeId, java.util.function.Function<ChargeRecord, String> render)
+            throws SQLException {
+        ChargeRecord record = null;
+        try (PreparedStatement ps = tx.prepareStatement(AWAITED_LATER_STATE)) {
+            ps.setString(1, chargeId);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    record = chargeRecord(rs);
+                }
+            }
+        }
+        if (record == null) {
+            return false;
+        }
+        try (PreparedStatement ps = tx.prepareStatement(ResultOutbox.QUEUE_LATER_STATE)) {
+            ps.setString(1, render.apply(record));
+            ps.setString(2, chargeId);
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    /** A charge a Kafka command waits on whose answer was a 202, with its Stripe state known. */
+    private static final String AWAITED_LATER_STATE = "SELECT " + CHARGE_COLUMNS
+            + " FROM stripe_intents WHERE id = ? AND origin IS NOT NULL AND response_status = 202 AND charge_status IS NOT NULL";
+
     public Optional<ChargeRecord> findCharge(AgroalDataSource source, String clientId, String chargeId) {
         List<ChargeRecord> found = new ArrayList<>(1);
         run(source, "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE id = ? AND client_id = ?", ps -> {

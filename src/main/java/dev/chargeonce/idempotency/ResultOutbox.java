@@ -19,7 +19,9 @@ import java.util.List;
  * class hands it and owns no SQL.
  *
  * <p>Each result is queued once (unique {@code dedup}: the charge, or the refused record) and may be published
- * more than once (a relay that dies between the send and marking it sent): it carries the charge id for that.
+ * more than once (a relay that dies between the send and marking it sent): it carries the charge id for that. A
+ * charge answered {@code 202} (its payment still processing) has more results: each later state Stripe reports
+ * ({@link #QUEUE_LATER_STATE}, status 200, queued in the transaction that stores the state).
  */
 @ApplicationScoped
 public class ResultOutbox {
@@ -37,6 +39,18 @@ public class ResultOutbox {
                  WHERE d.origin IS NOT NULL
                 ON CONFLICT (dedup) DO NOTHING
                 RETURNING id)""";
+
+    /**
+     * The later state of a charge answered {@code 202} ({@link IdempotencyStore#queueLaterState}): the charge as
+     * {@code GET /v1/charges/{id}} shows it, queued once per state.
+     */
+    static final String QUEUE_LATER_STATE = """
+            INSERT INTO kafka_outbox (dedup, charge_id, client_id, event_id, origin, status, body)
+            SELECT 'charge:' || id || ':' || charge_status, id, client_id, idempotency_key, origin, 200, ?
+              FROM stripe_intents
+             WHERE id = ? AND origin IS NOT NULL
+            ON CONFLICT (dedup) DO NOTHING
+            """;
 
     private static final String QUEUE_REFUSED = """
             INSERT INTO kafka_outbox (dedup, charge_id, client_id, event_id, origin, status, body)

@@ -100,8 +100,10 @@ public class Settlement {
         if (next.isEmpty()) {
             return new Result(Effect.IGNORED, owner.id(), objectId + " " + stripeStatus + " changes nothing");
         }
-        return store.advanceState(tx, op, owner.id(), next.get(), objectId)
-                ? new Result(Effect.APPLIED, owner.id(), owner.state() + " -> " + next.get())
-                : new Result(Effect.IGNORED, owner.id(), next.get() + " is not after " + owner.state());
+        if (!store.advanceState(tx, op, owner.id(), next.get(), objectId)) {
+            return new Result(Effect.IGNORED, owner.id(), next.get() + " is not after " + owner.state());
+        }
+        side.stateMoved(tx, owner.id());
+        return new Result(Effect.APPLIED, owner.id(), owner.state() + " -> " + next.get());
     }
 }

@@ -64,4 +64,11 @@ public interface StripeSide<R> {
 
     /** The Stripe state an answered row moves to for what Stripe says now; empty when it says nothing new. */
     Optional<String> state(StripeOutcome outcome);
+
+    /**
+     * Called in the transaction that moved an answered row's Stripe state on ({@link #state}): what else that
+     * change writes (a charge a Kafka command is waiting for publishes its new state). Nothing by default.
+     */
+    default void stateMoved(java.sql.Connection tx, String rowId) throws java.sql.SQLException {
+    }
 }

@@ -33,6 +33,7 @@ import org.junit.jupiter.api.Test;
 class CommandHandlerTest {
 
     static final String VISA = "{\"amount\":1200,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}";
+    static final String PROCESSING = VISA.replace("pm_card_visa", "pm_sandbox_processing");
     static final String DECLINED = "{\"amount\":1200,\"currency\":\"usd\",\"payment_method\":\"pm_card_chargeDeclined\"}";
 
     @Inject
@@ -46,6 +47,9 @@ class CommandHandlerTest {
 
     @Inject
     KafkaConfig config;
+
+    @Inject
+    dev.chargeonce.recovery.PaymentSyncWorker sync;
 
     @ConfigProperty(name = "chargeonce.stripe.api-base")
     String sandboxBase;
@@ -96,6 +100,40 @@ class CommandHandlerTest {
         assertEquals(1, queued.size());
         assertEquals(402, queued.get(0).status());
         assertTrue(queued.get(0).body().contains("card_declined"), queued.get(0).body());
+    }
+
+    /**
+     * A charge answered {@code 202} (the payment is still processing) publishes that answer, and publishes its outcome
+     * once Stripe has one, whoever learns it (here the sync worker), in the transaction that stores it: the producer
+     * of the command learns the outcome from the results topic, not by polling. Each result is queued once.
+     */
+    @Test
+    void aChargeAnswered202PublishesItsOutcomeWhenItIsKnown() throws Exception {
+        String event = "order-" + UUID.randomUUID();
+        assertEquals(new CommandHandler.Decision.Ack("charged"), handler.handle(command(event, PROCESSING, 20)));
+        List<Queued> queued = queued(event);
+        assertEquals(1, queued.size(), "the 202 is a result");
+        assertEquals(202, queued.get(0).status());
+        Row row = row(event);
+        assertEquals("accepted", row.status());
+        String paymentIntent = stripe.intentsFor(config.clientId(), event).get(0).get("id").asText();
+
+        stripe.settle(paymentIntent, "succeeded");
+        makeDue(row.id());
+        sync.syncOnce();
+        queued = queued(event);
+        assertEquals(2, queued.size(), "the outcome is queued by the transaction that stores it: " + queued);
+        Queued outcome = queued.get(1);
+        assertEquals(row.id(), outcome.chargeId());
+        assertEquals(200, outcome.status(), "the charge as GET /v1/charges/{id} shows it");
+        assertTrue(outcome.body().startsWith("{\"id\":\"" + row.id() + "\",\"object\":\"charge\",\"status\":\"succeeded\""), outcome.body());
+        assertTrue(outcome.body().contains("\"payment_intent\":\"" + paymentIntent + "\""), outcome.body());
+        assertEquals(row.body(), row(event).body(), "the key's answer stays the 202: a retry replays it");
+
+        makeDue(row.id());
+        sync.syncOnce();
+        assertEquals(2, queued(event).size(), "each result once");
+        assertEquals(1, stripe.intentsFor(config.clientId(), event).size(), "one PaymentIntent");
     }
 
     @Test
@@ -177,6 +215,14 @@ class CommandHandlerTest {
         assertEquals(1, seen.stream().filter(r -> r.eventId().equals(event)).count(), "published once");
         assertEquals(0, outbox.relay(10_000, results -> List.of()), "nothing left to publish");
         assertTrue(queued(event).get(0).sent(), "marked sent");
+    }
+
+    private void makeDue(String chargeId) throws Exception {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "UPDATE stripe_intents SET recheck_at = now() - interval '1 second' WHERE id = ?")) {
+            ps.setString(1, chargeId);
+            assertEquals(1, ps.executeUpdate());
+        }
     }
 
     record Row(String id, String status, String origin, String body) {
