@@ -1,5 +1,6 @@
 package dev.chargeonce.kafka;
 
+import dev.chargeonce.idempotency.ConsumedOffsets;
 import dev.chargeonce.recovery.RecoveryConfig;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
@@ -11,8 +12,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -55,9 +60,15 @@ public class CommandConsumer {
     private volatile boolean running;
     private Thread thread;
     private final Map<TopicPartition, Long> pausedUntil = new HashMap<>();
+    private final ConsumedOffsets offsets;
+    /** Per assigned partition, the offset this consumer last stored in the database or found there (poll thread). */
+    private final Map<TopicPartition, Long> storedNext = new HashMap<>();
+    /** Per assigned partition, where it was taken up: where to read again from if the database lost every offset. */
+    private final Map<TopicPartition, Long> floor = new HashMap<>();
 
     CommandConsumer(KafkaConfig config, RecoveryConfig recovery, CommandHandler handler, DeadLetters deadLetters,
-                    KafkaMetrics metrics, ResultRelay relay, KafkaProducers producers) {
+                    KafkaMetrics metrics, ResultRelay relay, KafkaProducers producers, ConsumedOffsets offsets) {
+        this.offsets = offsets;
         this.config = config;
         this.recovery = recovery;
         this.handler = handler;
@@ -142,12 +153,15 @@ public class CommandConsumer {
                 public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
                     // Called inside poll(): every record handled so far was committed before it.
                     pausedUntil.keySet().removeAll(revoked);
+                    storedNext.keySet().removeAll(revoked);
+                    floor.keySet().removeAll(revoked);
                     LOG.infof("partitions revoked: %s", revoked);
                 }
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
                     LOG.infof("partitions assigned: %s", assigned);
+                    takeUp(consumer, assigned);
                 }
             });
             long nextGauge = 0;
@@ -163,6 +177,7 @@ public class CommandConsumer {
                     handleAndCommit(consumer, records, partitions);
                 }
                 if (System.nanoTime() - nextGauge > 0) {
+                    verifyStoredOffsets(consumer);
                     measureLag(consumer);
                     nextGauge = System.nanoTime() + config.gaugeInterval().toNanos();
                 }
@@ -197,6 +212,7 @@ public class CommandConsumer {
                 commits.put(stop.partition(), new OffsetAndMetadata(stop.next()));
             }
         }
+        Set<TopicPartition> sought = storeOffsets(consumer, commits, stops);
         if (!commits.isEmpty()) {
             if (!config.offsetCommitDelay().isZero()) {
                 LOG.infof("holding the offset commit %s (chargeonce.kafka.offset-commit-delay): %s", config.offsetCommitDelay(), commits);
@@ -213,7 +229,7 @@ public class CommandConsumer {
         for (Stop stop : stops) {
             TopicPartition partition = stop.partition();
             long last = records.records(partition).getLast().offset();
-            if (stop.next() <= last && consumer.assignment().contains(partition)) {
+            if (!sought.contains(partition) && stop.next() <= last && consumer.assignment().contains(partition)) {
                 consumer.seek(partition, stop.next());
                 if (stop.pause() != null) {
                     consumer.pause(List.of(partition));
@@ -221,6 +237,109 @@ public class CommandConsumer {
                 }
             }
         }
+    }
+
+    /**
+     * Takes up assigned partitions: where the database's offset is behind the one committed to Kafka, the database
+     * lost the rows of the records between (a failover to a standby that missed them, a restore), and they are read
+     * again from there. Throws when the database cannot say (the consumer starts again after the back-off): no
+     * record is handled on a partition whose offsets were not compared.
+     */
+    private void takeUp(KafkaConsumer<byte[], byte[]> consumer, Collection<TopicPartition> assigned) {
+        if (assigned.isEmpty()) {
+            return;
+        }
+        Map<Integer, Long> stored = offsets.stored(config.groupId(), config.commandsTopic());
+        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(assigned));
+        for (TopicPartition partition : assigned) {
+            OffsetAndMetadata kafka = committed.get(partition);
+            long kafkaNext = kafka == null ? 0 : kafka.offset();
+            Long databaseNext = stored.get(partition.partition());
+            if (databaseNext != null && databaseNext < kafkaNext) {
+                LOG.warnf("partition %s: the database's offset %d is behind Kafka's %d (commits lost by a failover or a"
+                        + " restore): reading the records from %d again", partition, databaseNext, kafkaNext, databaseNext);
+                consumer.seek(partition, databaseNext);
+                metrics.rewound();
+            }
+            if (databaseNext != null) {
+                storedNext.put(partition, databaseNext);
+            } else {
+                storedNext.remove(partition);
+            }
+            floor.put(partition, databaseNext == null ? kafkaNext : Math.min(databaseNext, kafkaNext));
+        }
+    }
+
+    /**
+     * Stores the offsets about to be committed in the database first (their rows are committed): a partition
+     * whose database offset fell behind what this consumer stored there is read again from it instead, and one
+     * whose offset could not be stored is read again from its batch's first record (the claims find the rows).
+     * Those are taken out of {@code commits}; returns the partitions sought here.
+     */
+    private Set<TopicPartition> storeOffsets(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, OffsetAndMetadata> commits,
+                                             List<Stop> stops) {
+        Set<TopicPartition> sought = new HashSet<>();
+        for (Iterator<Map.Entry<TopicPartition, OffsetAndMetadata>> it = commits.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<TopicPartition, OffsetAndMetadata> commit = it.next();
+            TopicPartition partition = commit.getKey();
+            long next = commit.getValue().offset();
+            try {
+                ConsumedOffsets.Advance advance = offsets.advance(config.groupId(), partition.topic(), partition.partition(),
+                        storedNext.get(partition), next);
+                if (advance.stored()) {
+                    storedNext.put(partition, next);
+                    continue;
+                }
+                rewind(consumer, partition, advance.before());
+            } catch (RuntimeException e) {
+                long first = stops.stream().filter(s -> s.partition().equals(partition)).findFirst().orElseThrow().first();
+                LOG.warnf("offset of %s not stored (%s): its records from %d are read again in %s", partition, e.getMessage(),
+                        first, config.retryBackoff());
+                consumer.seek(partition, first);
+                consumer.pause(List.of(partition));
+                pausedUntil.put(partition, System.nanoTime() + config.retryBackoff().toNanos());
+            }
+            it.remove();
+            sought.add(partition);
+        }
+        return sought;
+    }
+
+    /**
+     * Between batches: a database that lost commits while this consumer kept its partitions (a failover without a
+     * rebalance) shows offsets behind the ones stored here; those partitions are read again from there.
+     */
+    private void verifyStoredOffsets(KafkaConsumer<byte[], byte[]> consumer) {
+        if (storedNext.isEmpty()) {
+            return;
+        }
+        Map<Integer, Long> stored;
+        try {
+            stored = offsets.stored(config.groupId(), config.commandsTopic());
+        } catch (RuntimeException e) {
+            return; // the database is down: the next look compares
+        }
+        for (TopicPartition partition : consumer.assignment()) {
+            Long mine = storedNext.get(partition);
+            Long database = stored.get(partition.partition());
+            if (mine != null && (database == null || database < mine)) {
+                rewind(consumer, partition, database == null ? OptionalLong.empty() : OptionalLong.of(database));
+            }
+        }
+    }
+
+    /** Reads a partition again from the database's offset (or, when it has none, from where it was taken up). */
+    private void rewind(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition, OptionalLong databaseNext) {
+        long from = databaseNext.isPresent() ? databaseNext.getAsLong() : floor.getOrDefault(partition, 0L);
+        LOG.warnf("partition %s: the database's offset is behind what this consumer stored there (%s; commits lost by a"
+                + " failover or a restore): reading the records from %d again", partition, storedNext.get(partition), from);
+        consumer.seek(partition, from);
+        if (databaseNext.isPresent()) {
+            storedNext.put(partition, from);
+        } else {
+            storedNext.remove(partition);
+        }
+        metrics.rewound();
     }
 
     private Stop handlePartition(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> batch, long deadline) {

@@ -18,6 +18,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *       kinds of a command seen again without a second charge), {@code chargeonce_kafka_dead_letters_total}</li>
  *   <li>{@code chargeonce_kafka_handed_to_recovery_total}: commands acknowledged while their charge is still
  *       unknown (their row is finished by the recovery worker, whose finish queues the result)</li>
+ *   <li>{@code chargeonce_kafka_offset_rewinds_total}: partitions read again because the database's stored offset
+ *       was behind (commits lost by a failover or a restore)</li>
  *   <li>{@code chargeonce_kafka_consumer_lag} (records behind the end of the assigned partitions, this instance),
  *       {@code chargeonce_kafka_outbox_backlog} (results not yet published, all instances),
  *       {@code chargeonce_kafka_outbox_oldest_age_seconds}, {@code chargeonce_kafka_results_published_total}</li>
@@ -37,6 +39,7 @@ public class KafkaMetrics {
     private Counter deadLetters;
     private Counter handedToRecovery;
     private Counter published;
+    private Counter rewinds;
 
     KafkaMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -52,6 +55,7 @@ public class KafkaMetrics {
         deadLetters = registry.counter("chargeonce.kafka.dead.letters");
         handedToRecovery = registry.counter("chargeonce.kafka.handed.to.recovery");
         published = registry.counter("chargeonce.kafka.results.published");
+        rewinds = registry.counter("chargeonce.kafka.offset.rewinds");
         registry.gauge("chargeonce.kafka.consumer.lag", lag);
         registry.gauge("chargeonce.kafka.outbox.backlog", backlog);
         registry.gauge("chargeonce.kafka.outbox.oldest.age.seconds", oldest, AtomicReference::get);
@@ -66,6 +70,10 @@ public class KafkaMetrics {
             default -> {
             }
         }
+    }
+
+    void rewound() {
+        rewinds.increment();
     }
 
     void handedToRecovery() {

@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -226,6 +227,78 @@ class KafkaIngressIT {
         await("every result is published", Duration.ofSeconds(60), () -> finishedRows() == events.size() && outboxUnsent() == 0);
         assertTrue(second.isAlive());
         auditExactlyOnce(events);
+    }
+
+    /**
+     * A failover to a standby that had not received the last commits: the rows of the last commands are gone, and
+     * so are the offsets stored after them, while Kafka's committed offset is not. The consumer, which keeps its
+     * partition (no rebalance), sees the database's offset behind the one it stored, reads those records again,
+     * and their claims make the rows again with the same Stripe keys: every command has its charge, none twice.
+     */
+    @Test
+    void aFailoverThatLosesCommitsHasTheLostCommandsReadAgainAndChargedOnce() throws Exception {
+        loseCommitsAndAudit(false);
+    }
+
+    /** The same loss found when the partition is taken up (the instance restarted, or a rebalance moved it). */
+    @Test
+    void aFailoverThatLosesCommitsWhileTheConsumerIsDownIsFoundWhenItTakesThePartitionUp() throws Exception {
+        loseCommitsAndAudit(true);
+    }
+
+    private void loseCommitsAndAudit(boolean downDuringTheLoss) throws Exception {
+        kafka.createTopics(1, commands, results, deadLetters);
+        ServiceProcess service = start("kafka-lost-commits", config(Duration.ofSeconds(4)));
+        List<String> events = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            String event = "evt-" + i + "-" + UUID.randomUUID();
+            events.add(event);
+            kafka.send(commands, event, command(700 + i, "O-" + i));
+        }
+        await("every command is acknowledged", Duration.ofSeconds(60),
+                () -> kafka.committedTotal(group, commands) == events.size() && finishedRows() == events.size());
+        assertEquals(events.size(), storedOffset(), "the offset is stored in the database too");
+
+        if (downDuringTheLoss) {
+            service.kill9();
+        }
+        // What the failover leaves: the last three commands' rows (and their queued results) are gone, and the
+        // database's offset is where it was before them. Kafka's committed offset still says 6.
+        List<String> lost = events.subList(3, 6);
+        try (Connection c = env.connect(); Statement s = c.createStatement()) {
+            String in = lost.stream().map(e -> "'" + e + "'").collect(java.util.stream.Collectors.joining(", "));
+            s.executeUpdate("DELETE FROM kafka_outbox WHERE event_id IN (" + in + ")");
+            assertEquals(3, s.executeUpdate("DELETE FROM stripe_intents WHERE client_id = '" + CLIENT + "' AND idempotency_key IN (" + in + ")"));
+            assertEquals(1, s.executeUpdate("UPDATE kafka_offsets SET next_offset = 3 WHERE group_id = '" + group + "'"));
+        }
+        assertEquals(events.size(), kafka.committedTotal(group, commands));
+        if (downDuringTheLoss) {
+            service.startProcess();
+        }
+
+        await("the lost commands are read again and charged", Duration.ofSeconds(60),
+                () -> finishedRows() == events.size() && storedOffset() == events.size());
+        await("their results are published", Duration.ofSeconds(30), () -> outboxUnsent() == 0);
+        assertTrue(metric(service, "chargeonce_kafka_offset_rewinds_total") >= 1, "the partition was read again");
+        for (String event : events) {
+            assertEquals("completed", rowStatus(event), event);
+            List<StripeSandbox.PaymentIntent> intents = env.stripe.intentsForKey(StripeKeys.identity(CLIENT, event));
+            assertEquals(1, intents.size(), "one PaymentIntent for " + event);
+            try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
+                    "SELECT response_body FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                ps.setString(1, CLIENT);
+                ps.setString(2, event);
+                try (ResultSet rs = ps.executeQuery()) {
+                    assertTrue(rs.next());
+                    assertTrue(rs.getString(1).contains(intents.get(0).id()), "the answer names the PaymentIntent Stripe made first");
+                }
+            }
+        }
+        assertEquals(events.size(), env.stripe.ledger().size(), "no PaymentIntent beyond the commands' (Stripe's whole ledger)");
+    }
+
+    private long storedOffset() {
+        return count("SELECT coalesce(sum(next_offset), -1) FROM kafka_offsets WHERE group_id = '" + group + "'");
     }
 
     // ---- the producer's side ------------------------------------------------------------------------------------
