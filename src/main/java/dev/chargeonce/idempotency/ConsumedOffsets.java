@@ -22,15 +22,19 @@ public class ConsumedOffsets {
     private static final String STORED = "SELECT partition, next_offset FROM kafka_offsets WHERE group_id = ? AND topic = ?";
 
     /**
-     * Stores the partition's next offset unless the database holds less than the consumer stored last (its rows
-     * were lost since); returns what the database held before, and whether it stored.
+     * Stores the partition's next offset unless the database holds less than the consumer stored last (the rows
+     * before it were lost since), or lacks a row of a record the offset acknowledges (lost after the last store);
+     * returns what the database held before, and whether it stored.
      */
     private static final String ADVANCE = """
             WITH prev AS (
                 SELECT next_offset FROM kafka_offsets WHERE group_id = ? AND topic = ? AND partition = ? FOR UPDATE),
+            rows_there AS (
+                SELECT count(*) AS n FROM stripe_intents WHERE stripe_identity = ANY (?) AND client_id = ?),
             stored AS (
                 INSERT INTO kafka_offsets (group_id, topic, partition, next_offset)
                 SELECT ?, ?, ?, ? WHERE coalesce((SELECT next_offset FROM prev), -1) >= ?
+                                    AND (SELECT n FROM rows_there) = ?
                 ON CONFLICT (group_id, topic, partition)
                 DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = clock_timestamp()
                 RETURNING 1)
@@ -71,19 +75,24 @@ public class ConsumedOffsets {
 
     /**
      * Stores {@code next} as the partition's next offset, unless the database has less than {@code expected} (what
-     * this consumer stored, or found, last; null when it knows of nothing): then it stores nothing, and what it
-     * has is where the lost records start.
+     * this consumer stored, or found, last; null when it knows of nothing) or lacks one of the rows
+     * {@code rowIdentities} (of the records {@code next} acknowledges, under {@code clientId}): then it stores
+     * nothing, and what it has is where the lost records start.
      */
-    public Advance advance(String group, String topic, int partition, Long expected, long next) {
+    public Advance advance(String group, String topic, int partition, Long expected, long next, String clientId,
+                           java.util.Set<String> rowIdentities) {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(ADVANCE)) {
             ps.setString(1, group);
             ps.setString(2, topic);
             ps.setInt(3, partition);
-            ps.setString(4, group);
-            ps.setString(5, topic);
-            ps.setInt(6, partition);
-            ps.setLong(7, next);
-            ps.setLong(8, expected == null ? -1 : expected);
+            ps.setArray(4, c.createArrayOf("text", rowIdentities.toArray()));
+            ps.setString(5, clientId);
+            ps.setString(6, group);
+            ps.setString(7, topic);
+            ps.setInt(8, partition);
+            ps.setLong(9, next);
+            ps.setLong(10, expected == null ? -1 : expected);
+            ps.setInt(11, rowIdentities.size());
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 long before = rs.getLong(1);

@@ -1026,7 +1026,6 @@ public class IdempotencyStore {
     public record RowState(Optional<StoredAnswer> answer, boolean parked) {
     }
 
-    /** One of the client's charges, by id; another client's id is not found. */
     /**
      * Queues the later state of a charge answered {@code 202} that a Kafka command claimed, in the caller's
      * transaction (the one that stored the state): status 200 and {@code render}'s body, once per state
@@ -1059,6 +1058,7 @@ public class IdempotencyStore {
     private static final String AWAITED_LATER_STATE = "SELECT " + CHARGE_COLUMNS
             + " FROM stripe_intents WHERE id = ? AND origin IS NOT NULL AND response_status = 202 AND charge_status IS NOT NULL";
 
+    /** One of the client's charges, by id; another client's id is not found. */
     public Optional<ChargeRecord> findCharge(AgroalDataSource source, String clientId, String chargeId) {
         List<ChargeRecord> found = new ArrayList<>(1);
         run(source, "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE id = ? AND client_id = ?", ps -> {

@@ -65,6 +65,16 @@ public class CommandConsumer {
     private final Map<TopicPartition, Long> storedNext = new HashMap<>();
     /** Per assigned partition, where it was taken up: where to read again from if the database lost every offset. */
     private final Map<TopicPartition, Long> floor = new HashMap<>();
+    /** Assigned partitions not compared with the database yet (it could not be read): paused until they are. */
+    private final Set<TopicPartition> unverified = new HashSet<>();
+    private long nextVerifyAttempt;
+
+    /**
+     * The metadata of every offset this consumer commits to Kafka: the offset is in the database too. A committed
+     * offset without it was committed by something else (a release before V1.12.0, an operator's
+     * {@code kafka-consumer-groups --reset-offsets}): Kafka's offset is then the truth, and the database's is stale.
+     */
+    static final String STORED_IN_DATABASE = "chargeonce:stored-in-database";
 
     CommandConsumer(KafkaConfig config, RecoveryConfig recovery, CommandHandler handler, DeadLetters deadLetters,
                     KafkaMetrics metrics, ResultRelay relay, KafkaProducers producers, ConsumedOffsets offsets) {
@@ -155,17 +165,26 @@ public class CommandConsumer {
                     pausedUntil.keySet().removeAll(revoked);
                     storedNext.keySet().removeAll(revoked);
                     floor.keySet().removeAll(revoked);
+                    unverified.removeAll(revoked);
                     LOG.infof("partitions revoked: %s", revoked);
                 }
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
                     LOG.infof("partitions assigned: %s", assigned);
-                    takeUp(consumer, assigned);
+                    try {
+                        takeUp(consumer, assigned);
+                    } catch (RuntimeException e) {
+                        // Not a reason to leave the group (a rebalance of every member): the partitions wait.
+                        LOG.warnf("partitions %s not compared with the database (%s): paused until they are", assigned, e.getMessage());
+                        consumer.pause(assigned);
+                        unverified.addAll(assigned);
+                    }
                 }
             });
             long nextGauge = 0;
             while (running) {
+                takeUpUnverified(consumer);
                 resumeDue(consumer);
                 ConsumerRecords<byte[], byte[]> records;
                 try {
@@ -186,7 +205,7 @@ public class CommandConsumer {
     }
 
     /** Where a partition's records stopped: the offset to commit (the next to handle), and for how long to pause. */
-    private record Stop(TopicPartition partition, long first, long next, Duration pause) {
+    private record Stop(TopicPartition partition, long first, long next, Duration pause, Set<String> rowIdentities) {
     }
 
     private void handleAndCommit(KafkaConsumer<byte[], byte[]> consumer, ConsumerRecords<byte[], byte[]> records,
@@ -209,15 +228,15 @@ public class CommandConsumer {
             }
             stops.add(stop);
             if (stop.next() > stop.first()) {
-                commits.put(stop.partition(), new OffsetAndMetadata(stop.next()));
+                commits.put(stop.partition(), new OffsetAndMetadata(stop.next(), STORED_IN_DATABASE));
             }
+        }
+        if (!commits.isEmpty() && !config.offsetCommitDelay().isZero()) {
+            LOG.infof("holding the offset commit %s (chargeonce.kafka.offset-commit-delay): %s", config.offsetCommitDelay(), commits);
+            sleep(config.offsetCommitDelay().toMillis());
         }
         Set<TopicPartition> sought = storeOffsets(consumer, commits, stops);
         if (!commits.isEmpty()) {
-            if (!config.offsetCommitDelay().isZero()) {
-                LOG.infof("holding the offset commit %s (chargeonce.kafka.offset-commit-delay): %s", config.offsetCommitDelay(), commits);
-                sleep(config.offsetCommitDelay().toMillis());
-            }
             try {
                 consumer.commitSync(commits);
                 LOG.debugf("offsets committed: %s", commits);
@@ -240,10 +259,9 @@ public class CommandConsumer {
     }
 
     /**
-     * Takes up assigned partitions: where the database's offset is behind the one committed to Kafka, the database
-     * lost the rows of the records between (a failover to a standby that missed them, a restore), and they are read
-     * again from there. Throws when the database cannot say (the consumer starts again after the back-off): no
-     * record is handled on a partition whose offsets were not compared.
+     * Takes up assigned partitions: where Kafka's committed offset is one this consumer stored in the database too
+     * and the database's is behind it, the database lost the rows of the records between (a failover to a standby
+     * that missed them, a restore), and they are read again from there. Throws when the database cannot say.
      */
     private void takeUp(KafkaConsumer<byte[], byte[]> consumer, Collection<TopicPartition> assigned) {
         if (assigned.isEmpty()) {
@@ -253,27 +271,63 @@ public class CommandConsumer {
         Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(assigned));
         for (TopicPartition partition : assigned) {
             OffsetAndMetadata kafka = committed.get(partition);
-            long kafkaNext = kafka == null ? 0 : kafka.offset();
             Long databaseNext = stored.get(partition.partition());
-            if (databaseNext != null && databaseNext < kafkaNext) {
+            OptionalLong from = readAgainFrom(databaseNext, kafka);
+            if (from.isPresent()) {
                 LOG.warnf("partition %s: the database's offset %d is behind Kafka's %d (commits lost by a failover or a"
-                        + " restore): reading the records from %d again", partition, databaseNext, kafkaNext, databaseNext);
-                consumer.seek(partition, databaseNext);
+                        + " restore): reading the records from %d again", partition, databaseNext, kafka.offset(), from.getAsLong());
+                consumer.seek(partition, from.getAsLong());
                 metrics.rewound();
             }
-            if (databaseNext != null) {
+            boolean databaseCurrent = kafka == null || STORED_IN_DATABASE.equals(kafka.metadata());
+            if (databaseNext != null && databaseCurrent) {
                 storedNext.put(partition, databaseNext);
             } else {
-                storedNext.remove(partition);
+                storedNext.remove(partition); // none, or stale: the next store writes over it
             }
-            floor.put(partition, databaseNext == null ? kafkaNext : Math.min(databaseNext, kafkaNext));
+            long kafkaNext = kafka == null ? 0 : kafka.offset();
+            floor.put(partition, from.isPresent() ? from.getAsLong() : kafkaNext);
         }
     }
 
     /**
-     * Stores the offsets about to be committed in the database first (their rows are committed): a partition
-     * whose database offset fell behind what this consumer stored there is read again from it instead, and one
-     * whose offset could not be stored is read again from its batch's first record (the claims find the rows).
+     * Where to read a partition again from when it is taken up; empty: from Kafka's committed offset. Only an offset
+     * this consumer committed (its metadata says it is in the database too) is compared: one committed by anything
+     * else is newer than the database's by design, and reading from the database's would undo it.
+     */
+    static OptionalLong readAgainFrom(Long databaseNext, OffsetAndMetadata committed) {
+        if (databaseNext == null || committed == null || !STORED_IN_DATABASE.equals(committed.metadata())
+                || databaseNext >= committed.offset()) {
+            return OptionalLong.empty();
+        }
+        return OptionalLong.of(databaseNext);
+    }
+
+    /** Retries the comparison of partitions the database could not be read for, and resumes them once compared. */
+    private void takeUpUnverified(KafkaConsumer<byte[], byte[]> consumer) {
+        if (unverified.isEmpty() || System.nanoTime() - nextVerifyAttempt < 0) {
+            return;
+        }
+        List<TopicPartition> waiting = new ArrayList<>(unverified);
+        waiting.retainAll(consumer.assignment());
+        try {
+            takeUp(consumer, waiting);
+        } catch (RuntimeException e) {
+            nextVerifyAttempt = System.nanoTime() + config.retryBackoff().toNanos();
+            return;
+        }
+        unverified.clear();
+        waiting.removeIf(pausedUntil::containsKey);
+        consumer.resume(waiting);
+        LOG.infof("partitions %s compared with the database: resumed", waiting);
+    }
+
+    /**
+     * Stores the offsets about to be committed in the database first, in a statement that also checks that the
+     * rows of the records they acknowledge are there: a partition whose database offset fell behind what this
+     * consumer stored there, or whose records' rows are missing (lost after the last store: a failover under the
+     * batch), is read again from the database's offset instead; one whose offset could not be stored is read again
+     * from its batch's first record (the claims find the rows).
      * Those are taken out of {@code commits}; returns the partitions sought here.
      */
     private Set<TopicPartition> storeOffsets(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, OffsetAndMetadata> commits,
@@ -283,16 +337,17 @@ public class CommandConsumer {
             Map.Entry<TopicPartition, OffsetAndMetadata> commit = it.next();
             TopicPartition partition = commit.getKey();
             long next = commit.getValue().offset();
+            Stop stop = stops.stream().filter(s -> s.partition().equals(partition)).findFirst().orElseThrow();
             try {
                 ConsumedOffsets.Advance advance = offsets.advance(config.groupId(), partition.topic(), partition.partition(),
-                        storedNext.get(partition), next);
+                        storedNext.get(partition), next, config.clientId(), stop.rowIdentities());
                 if (advance.stored()) {
                     storedNext.put(partition, next);
                     continue;
                 }
                 rewind(consumer, partition, advance.before());
             } catch (RuntimeException e) {
-                long first = stops.stream().filter(s -> s.partition().equals(partition)).findFirst().orElseThrow().first();
+                long first = stop.first();
                 LOG.warnf("offset of %s not stored (%s): its records from %d are read again in %s", partition, e.getMessage(),
                         first, config.retryBackoff());
                 consumer.seek(partition, first);
@@ -345,9 +400,10 @@ public class CommandConsumer {
     private Stop handlePartition(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> batch, long deadline) {
         long first = batch.getFirst().offset();
         long next = first;
+        Set<String> rows = new HashSet<>(); // the rows the acknowledged records have: checked when their offset is stored
         for (ConsumerRecord<byte[], byte[]> record : batch) {
             if (!running || System.nanoTime() - deadline > 0) {
-                return new Stop(partition, first, next, null);
+                return new Stop(partition, first, next, null, rows);
             }
             CommandHandler.Decision decision;
             try {
@@ -359,7 +415,10 @@ public class CommandConsumer {
                 decision = new CommandHandler.Decision.Retry("error", config.retryBackoff());
             }
             switch (decision) {
-                case CommandHandler.Decision.Ack ack -> metrics.record(ack.result());
+                case CommandHandler.Decision.Ack ack -> {
+                    metrics.record(ack.result());
+                    rows.add(handler.rowIdentity(record.key()));
+                }
                 case CommandHandler.Decision.DeadLetter letter -> {
                     try {
                         deadLetters.send(record, letter.reason());
@@ -367,7 +426,7 @@ public class CommandConsumer {
                         LOG.warnf("dead letter for %s-%d@%d not sent (%s); tried again", record.topic(), record.partition(),
                                 record.offset(), e.getMessage());
                         metrics.record("retried");
-                        return new Stop(partition, first, next, config.retryBackoff());
+                        return new Stop(partition, first, next, config.retryBackoff(), rows);
                     }
                     LOG.warnf("poison record %s-%d@%d sent to %s: %s", record.topic(), record.partition(), record.offset(),
                             config.deadLetterTopic(), letter.reason());
@@ -377,12 +436,12 @@ public class CommandConsumer {
                     LOG.infof("command at %s-%d@%d not claimable now (%s); tried again in %s", record.topic(),
                             record.partition(), record.offset(), retry.reason(), retry.after());
                     metrics.record("retried");
-                    return new Stop(partition, first, next, retry.after());
+                    return new Stop(partition, first, next, retry.after(), rows);
                 }
             }
             next = record.offset() + 1;
         }
-        return new Stop(partition, first, next, null);
+        return new Stop(partition, first, next, null, rows);
     }
 
     private void resumeDue(KafkaConsumer<byte[], byte[]> consumer) {

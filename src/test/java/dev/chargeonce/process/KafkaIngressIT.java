@@ -276,6 +276,39 @@ class KafkaIngressIT {
             service.startProcess();
         }
 
+        auditLostCommandsChargedOnce(service, events);
+    }
+
+    /**
+     * A failover under a batch: the rows of its records committed, then lost before the offset that acknowledges
+     * them is stored (the database's offset, stored before them, survives). The statement that stores the offset
+     * finds the rows missing: the partition is read again, and the lost commands are charged, once.
+     */
+    @Test
+    void rowsLostAfterTheLastStoredOffsetAreFoundWhenTheOffsetThatAcknowledgesThemIsStored() throws Exception {
+        kafka.createTopics(1, commands, results, deadLetters);
+        List<String> events = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            String event = "evt-" + i + "-" + UUID.randomUUID();
+            events.add(event);
+            kafka.send(commands, event, command(800 + i, "O-" + i));
+        }
+        Map<String, String> config = config(Duration.ofSeconds(4));
+        // Between the rows' commit and the offsets' store: the window the loss lands in.
+        config.put("chargeonce.kafka.offset-commit-delay", "10s");
+        ServiceProcess service = start("kafka-lost-rows", config);
+        await("the batch's rows are committed", Duration.ofSeconds(60), () -> finishedRows() == events.size());
+        assertEquals(Map.of(), kafka.committed(group, commands), "no offset committed yet: the rows are in the window");
+        try (Connection c = env.connect(); Statement s = c.createStatement()) {
+            String in = events.subList(3, 6).stream().map(e -> "'" + e + "'").collect(java.util.stream.Collectors.joining(", "));
+            s.executeUpdate("DELETE FROM kafka_outbox WHERE event_id IN (" + in + ")");
+            assertEquals(3, s.executeUpdate("DELETE FROM stripe_intents WHERE client_id = '" + CLIENT + "' AND idempotency_key IN (" + in + ")"));
+        }
+        await("every command is acknowledged", Duration.ofSeconds(90), () -> kafka.committedTotal(group, commands) == events.size());
+        auditLostCommandsChargedOnce(service, events);
+    }
+
+    private void auditLostCommandsChargedOnce(ServiceProcess service, List<String> events) throws Exception {
         await("the lost commands are read again and charged", Duration.ofSeconds(60),
                 () -> finishedRows() == events.size() && storedOffset() == events.size());
         await("their results are published", Duration.ofSeconds(30), () -> outboxUnsent() == 0);

@@ -1,0 +1,42 @@
+package dev.chargeonce.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.OptionalLong;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.junit.jupiter.api.Test;
+
+/**
+ * When a partition is taken up, the database's offset is compared with Kafka's only when Kafka's was committed by
+ * this consumer (stored in the database too): anything else that moved Kafka's offset (an earlier release, an
+ * operator's reset) is newer than the database's by design, and reading from the database's would undo it.
+ */
+class OffsetTakeUpTest {
+
+    static OffsetAndMetadata ours(long offset) {
+        return new OffsetAndMetadata(offset, CommandConsumer.STORED_IN_DATABASE);
+    }
+
+    @Test
+    void aDatabaseBehindAnOffsetThisConsumerCommittedLostTheRowsBetween() {
+        assertEquals(OptionalLong.of(3), CommandConsumer.readAgainFrom(3L, ours(6)));
+    }
+
+    @Test
+    void aDatabaseLevelWithOrAheadOfKafkaLostNothing() {
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(6L, ours(6)));
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(9L, ours(6)), "Kafka's commit failed after the database's");
+    }
+
+    @Test
+    void anOffsetSomethingElseCommittedIsTheTruth() {
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, new OffsetAndMetadata(600)), "an operator's reset forward");
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, new OffsetAndMetadata(600, "")), "an earlier release");
+    }
+
+    @Test
+    void nothingToCompareWithIsNothingToReadAgain() {
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(null, ours(6)));
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, null));
+    }
+}
