@@ -63,8 +63,6 @@ public class CommandConsumer {
     private final ConsumedOffsets offsets;
     /** Per assigned partition, the offset this consumer last stored in the database or found there (poll thread). */
     private final Map<TopicPartition, Long> storedNext = new HashMap<>();
-    /** Per assigned partition, where it was taken up: where to read again from if the database lost every offset. */
-    private final Map<TopicPartition, Long> floor = new HashMap<>();
     /** Assigned partitions not compared with the database yet (it could not be read): paused until they are. */
     private final Set<TopicPartition> unverified = new HashSet<>();
     private long nextVerifyAttempt;
@@ -156,6 +154,10 @@ public class CommandConsumer {
     }
 
     private void consume() {
+        // A consumer started again owns nothing yet: what the last one knew of its partitions goes with it.
+        pausedUntil.clear();
+        storedNext.clear();
+        unverified.clear();
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(KafkaClients.consumer(config, Instances.NAME));
              ExecutorService partitions = Executors.newVirtualThreadPerTaskExecutor()) {
             consumer.subscribe(List.of(config.commandsTopic()), new ConsumerRebalanceListener() {
@@ -164,7 +166,6 @@ public class CommandConsumer {
                     // Called inside poll(): every record handled so far was committed before it.
                     pausedUntil.keySet().removeAll(revoked);
                     storedNext.keySet().removeAll(revoked);
-                    floor.keySet().removeAll(revoked);
                     unverified.removeAll(revoked);
                     LOG.infof("partitions revoked: %s", revoked);
                 }
@@ -272,7 +273,7 @@ public class CommandConsumer {
         for (TopicPartition partition : assigned) {
             OffsetAndMetadata kafka = committed.get(partition);
             Long databaseNext = stored.get(partition.partition());
-            OptionalLong from = readAgainFrom(databaseNext, kafka);
+            OptionalLong from = readAgainFrom(databaseNext, kafka, () -> beginning(consumer, partition));
             if (from.isPresent()) {
                 LOG.warnf("partition %s: the database's offset %d is behind Kafka's %d (commits lost by a failover or a"
                         + " restore): reading the records from %d again", partition, databaseNext, kafka.offset(), from.getAsLong());
@@ -285,8 +286,6 @@ public class CommandConsumer {
             } else {
                 storedNext.remove(partition); // none, or stale: the next store writes over it
             }
-            long kafkaNext = kafka == null ? 0 : kafka.offset();
-            floor.put(partition, from.isPresent() ? from.getAsLong() : kafkaNext);
         }
     }
 
@@ -295,12 +294,21 @@ public class CommandConsumer {
      * this consumer committed (its metadata says it is in the database too) is compared: one committed by anything
      * else is newer than the database's by design, and reading from the database's would undo it.
      */
-    static OptionalLong readAgainFrom(Long databaseNext, OffsetAndMetadata committed) {
-        if (databaseNext == null || committed == null || !STORED_IN_DATABASE.equals(committed.metadata())
-                || databaseNext >= committed.offset()) {
+    static OptionalLong readAgainFrom(Long databaseNext, OffsetAndMetadata committed, java.util.function.LongSupplier beginning) {
+        if (committed == null || !STORED_IN_DATABASE.equals(committed.metadata())) {
             return OptionalLong.empty();
         }
-        return OptionalLong.of(databaseNext);
+        if (databaseNext == null) {
+            // This consumer stored offsets for the partition and the database has none: it lost them all (a restore
+            // to before the first), and with them the rows of any record: all of them are read again.
+            return OptionalLong.of(beginning.getAsLong());
+        }
+        return databaseNext < committed.offset() ? OptionalLong.of(databaseNext) : OptionalLong.empty();
+    }
+
+    /** The first offset the partition still has. */
+    private static long beginning(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition) {
+        return consumer.beginningOffsets(List.of(partition)).getOrDefault(partition, 0L);
     }
 
     /** Retries the comparison of partitions the database could not be read for, and resumes them once compared. */
@@ -345,7 +353,9 @@ public class CommandConsumer {
                     storedNext.put(partition, next);
                     continue;
                 }
-                rewind(consumer, partition, advance.before());
+                // From the database's offset, and never past this batch's first record (whose rows are missing).
+                OptionalLong before = advance.before();
+                rewind(consumer, partition, before.isPresent() && before.getAsLong() > stop.first() ? OptionalLong.of(stop.first()) : before);
             } catch (RuntimeException e) {
                 long first = stop.first();
                 LOG.warnf("offset of %s not stored (%s): its records from %d are read again in %s", partition, e.getMessage(),
@@ -383,9 +393,12 @@ public class CommandConsumer {
         }
     }
 
-    /** Reads a partition again from the database's offset (or, when it has none, from where it was taken up). */
+    /**
+     * Reads a partition again from the database's offset; when it has none, it lost every offset stored for the
+     * partition (by any owner): from the partition's beginning.
+     */
     private void rewind(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition, OptionalLong databaseNext) {
-        long from = databaseNext.isPresent() ? databaseNext.getAsLong() : floor.getOrDefault(partition, 0L);
+        long from = databaseNext.isPresent() ? databaseNext.getAsLong() : beginning(consumer, partition);
         LOG.warnf("partition %s: the database's offset is behind what this consumer stored there (%s; commits lost by a"
                 + " failover or a restore): reading the records from %d again", partition, storedNext.get(partition), from);
         consumer.seek(partition, from);

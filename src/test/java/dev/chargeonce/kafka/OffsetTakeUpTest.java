@@ -19,24 +19,29 @@ class OffsetTakeUpTest {
 
     @Test
     void aDatabaseBehindAnOffsetThisConsumerCommittedLostTheRowsBetween() {
-        assertEquals(OptionalLong.of(3), CommandConsumer.readAgainFrom(3L, ours(6)));
+        assertEquals(OptionalLong.of(3), CommandConsumer.readAgainFrom(3L, ours(6), () -> 0));
     }
 
     @Test
     void aDatabaseLevelWithOrAheadOfKafkaLostNothing() {
-        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(6L, ours(6)));
-        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(9L, ours(6)), "Kafka's commit failed after the database's");
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(6L, ours(6), () -> 0));
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(9L, ours(6), () -> 0), "Kafka's commit failed after the database's");
     }
 
     @Test
     void anOffsetSomethingElseCommittedIsTheTruth() {
-        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, new OffsetAndMetadata(600)), "an operator's reset forward");
-        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, new OffsetAndMetadata(600, "")), "an earlier release");
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, new OffsetAndMetadata(600), () -> 0), "an operator's reset forward");
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, new OffsetAndMetadata(600, ""), () -> 0), "an earlier release");
+    }
+
+    @Test
+    void aDatabaseWithoutTheOffsetsThisConsumerStoredLostThemAllAndEveryRecordIsReadAgain() {
+        assertEquals(OptionalLong.of(2), CommandConsumer.readAgainFrom(null, ours(6), () -> 2), "from the partition's beginning");
     }
 
     @Test
     void nothingToCompareWithIsNothingToReadAgain() {
-        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(null, ours(6)));
-        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, null));
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(null, new OffsetAndMetadata(6), () -> 0), "an earlier release's");
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, null, () -> 0), "a new group");
     }
 }
