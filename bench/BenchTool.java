@@ -447,63 +447,59 @@ public class BenchTool {
         }
 
         static String compareSvg(List<Minute> before, List<Minute> after) {
-            List<Minute> all = new ArrayList<>(before);
-            all.addAll(after);
-            int w = 760, h = 380, left = 70, right = 80, top = 48, bottom = 50;
-            double maxRows = Math.max(1, all.stream().mapToLong(Minute::rows).max().orElse(1));
-            double maxRate = Math.max(1, all.stream().mapToDouble(Minute::rate).max().orElse(1)) * 1.15;
-            double maxWal = Math.max(1, all.stream().mapToDouble(Minute::walBytes).max().orElse(1)) * 1.15;
-            java.util.function.DoubleUnaryOperator x = r -> left + r / maxRows * (w - left - right);
-            java.util.function.DoubleUnaryOperator yRate = r -> top + (1 - r / maxRate) * (h - top - bottom);
-            java.util.function.DoubleUnaryOperator yWal = r -> top + (1 - r / maxWal) * (h - top - bottom);
-            StringBuilder b = new StringBuilder();
-            b.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">%n", w, h));
-            b.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>%n", w, h));
-            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"18\" font-size=\"14\">New charges at concurrency 16, minute by minute, before and after (bench/run.sh --soak)</text>%n", left));
-            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"36\"><tspan fill=\"#1f77b4\">charges/s after</tspan> · <tspan fill=\"#7f7f7f\">charges/s before</tspan> · <tspan fill=\"#d62728\">WAL bytes/charge after</tspan> · <tspan fill=\"#ff9896\">WAL bytes/charge before</tspan> (dashed)</text>%n", left));
-            for (int i = 0; i <= 5; i++) {
-                double rate = maxRate * i / 5, rows = maxRows * i / 5, wal = maxWal * i / 5;
-                b.append(String.format(Locale.ROOT, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>%n", left, w - right, yRate.applyAsDouble(rate), yRate.applyAsDouble(rate)));
-                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#1f77b4\">%,.0f</text>%n", left - 6, yRate.applyAsDouble(rate) + 4, rate));
-                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" fill=\"#d62728\">%,.0f</text>%n", w - right + 6, yWal.applyAsDouble(wal) + 4, wal));
-                b.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%,.0f</text>%n", x.applyAsDouble(rows), h - bottom + 18, rows));
-            }
-            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">rows in stripe_intents</text>%n", (w + left - right) / 2, h - 10));
-            b.append(String.format(Locale.ROOT, "<text x=\"14\" y=\"%d\" fill=\"#1f77b4\" transform=\"rotate(-90 14 %d)\" text-anchor=\"middle\">charges/s</text>%n", h / 2, h / 2));
-            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#d62728\" transform=\"rotate(90 %d %d)\" text-anchor=\"middle\">WAL bytes per charge</text>%n", w - 14, h / 2, w - 14, h / 2));
-            b.append(polyline(before, m -> x.applyAsDouble(m.rows()), m -> yRate.applyAsDouble(m.rate()), "#7f7f7f"));
-            b.append(polyline(after, m -> x.applyAsDouble(m.rows()), m -> yRate.applyAsDouble(m.rate()), "#1f77b4"));
-            b.append(polyline(before, m -> x.applyAsDouble(m.rows()), m -> yWal.applyAsDouble(m.walBytes()), "#ff9896").replace("/>", " stroke-dasharray=\"6 4\"/>"));
-            b.append(polyline(after, m -> x.applyAsDouble(m.rows()), m -> yWal.applyAsDouble(m.walBytes()), "#d62728").replace("/>", " stroke-dasharray=\"6 4\"/>"));
-            b.append("</svg>\n");
-            return b.toString();
+            return chart(380, 80, 48, "New charges at concurrency 16, minute by minute, before and after (bench/run.sh --soak)",
+                    "<tspan fill=\"#1f77b4\">charges/s after</tspan> · <tspan fill=\"#7f7f7f\">charges/s before</tspan> · <tspan fill=\"#d62728\">WAL bytes/charge after</tspan> · <tspan fill=\"#ff9896\">WAL bytes/charge before</tspan> (dashed)",
+                    "WAL bytes per charge", "%,.0f", List.of(
+                            new Line(before, Minute::rate, false, "#7f7f7f", false), new Line(after, Minute::rate, false, "#1f77b4", false),
+                            new Line(before, Minute::walBytes, true, "#ff9896", true), new Line(after, Minute::walBytes, true, "#d62728", true)));
         }
 
         /** A line chart with no library: charges/s (left axis) and RSS (right axis) over the rows in the table. */
         static String svg(List<Minute> minutes) {
-            int w = 760, h = 360, left = 70, right = 70, top = 30, bottom = 50;
-            double maxRows = Math.max(1, minutes.stream().mapToLong(Minute::rows).max().orElse(1));
-            double maxRate = Math.max(1, minutes.stream().mapToDouble(Minute::rate).max().orElse(1)) * 1.15;
-            double maxRss = Math.max(1, minutes.stream().mapToDouble(Minute::rssMib).max().orElse(1)) * 1.15;
+            return chart(360, 70, 30, "New charges at concurrency 16, minute by minute (bench/run.sh --soak)", null,
+                    "service RSS, MiB", "%.0f", List.of(new Line(minutes, Minute::rate, false, "#1f77b4", false),
+                            new Line(minutes, Minute::rssMib, true, "#d62728", false)));
+        }
+
+        /** One series of a chart: a value per minute, on the left axis (charges/s) or the right one. */
+        record Line(List<Minute> minutes, java.util.function.ToDoubleFunction<Minute> value, boolean right, String color,
+                    boolean dashed) {
+        }
+
+        /** Lines over the rows in the table: charges/s on the left axis, {@code rightLabel} on the right. */
+        static String chart(int h, int right, int top, String title, String legend, String rightLabel, String rightTicks,
+                            List<Line> lines) {
+            int w = 760, left = 70, bottom = 50;
+            double maxRows = Math.max(1, lines.stream().flatMap(l -> l.minutes().stream()).mapToLong(Minute::rows).max().orElse(1));
+            double maxLeft = Math.max(1, lines.stream().filter(l -> !l.right())
+                    .flatMapToDouble(l -> l.minutes().stream().mapToDouble(l.value())).max().orElse(1)) * 1.15;
+            double maxRight = Math.max(1, lines.stream().filter(Line::right)
+                    .flatMapToDouble(l -> l.minutes().stream().mapToDouble(l.value())).max().orElse(1)) * 1.15;
             java.util.function.DoubleUnaryOperator x = r -> left + r / maxRows * (w - left - right);
-            java.util.function.DoubleUnaryOperator yRate = r -> top + (1 - r / maxRate) * (h - top - bottom);
-            java.util.function.DoubleUnaryOperator yRss = r -> top + (1 - r / maxRss) * (h - top - bottom);
+            java.util.function.DoubleUnaryOperator yLeft = r -> top + (1 - r / maxLeft) * (h - top - bottom);
+            java.util.function.DoubleUnaryOperator yRight = r -> top + (1 - r / maxRight) * (h - top - bottom);
             StringBuilder b = new StringBuilder();
             b.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">%n", w, h));
             b.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>%n", w, h));
-            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"18\" font-size=\"14\">New charges at concurrency 16, minute by minute (bench/run.sh --soak)</text>%n", left));
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"18\" font-size=\"14\">%s</text>%n", left, title));
+            if (legend != null) {
+                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"36\">%s</text>%n", left, legend));
+            }
             for (int i = 0; i <= 5; i++) {
-                double rate = maxRate * i / 5, rows = maxRows * i / 5, rss = maxRss * i / 5;
-                b.append(String.format(Locale.ROOT, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>%n", left, w - right, yRate.applyAsDouble(rate), yRate.applyAsDouble(rate)));
-                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#1f77b4\">%,.0f</text>%n", left - 6, yRate.applyAsDouble(rate) + 4, rate));
-                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" fill=\"#d62728\">%.0f</text>%n", w - right + 6, yRss.applyAsDouble(rss) + 4, rss));
+                double rate = maxLeft * i / 5, rows = maxRows * i / 5, other = maxRight * i / 5;
+                b.append(String.format(Locale.ROOT, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>%n", left, w - right, yLeft.applyAsDouble(rate), yLeft.applyAsDouble(rate)));
+                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#1f77b4\">%,.0f</text>%n", left - 6, yLeft.applyAsDouble(rate) + 4, rate));
+                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" fill=\"#d62728\">" + rightTicks + "</text>%n", w - right + 6, yRight.applyAsDouble(other) + 4, other));
                 b.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%,.0f</text>%n", x.applyAsDouble(rows), h - bottom + 18, rows));
             }
             b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">rows in stripe_intents</text>%n", (w + left - right) / 2, h - 10));
             b.append(String.format(Locale.ROOT, "<text x=\"14\" y=\"%d\" fill=\"#1f77b4\" transform=\"rotate(-90 14 %d)\" text-anchor=\"middle\">charges/s</text>%n", h / 2, h / 2));
-            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#d62728\" transform=\"rotate(90 %d %d)\" text-anchor=\"middle\">service RSS, MiB</text>%n", w - 14, h / 2, w - 14, h / 2));
-            b.append(polyline(minutes, m -> x.applyAsDouble(m.rows()), m -> yRate.applyAsDouble(m.rate()), "#1f77b4"));
-            b.append(polyline(minutes, m -> x.applyAsDouble(m.rows()), m -> yRss.applyAsDouble(m.rssMib()), "#d62728"));
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#d62728\" transform=\"rotate(90 %d %d)\" text-anchor=\"middle\">%s</text>%n", w - 14, h / 2, w - 14, h / 2, rightLabel));
+            for (Line line : lines) {
+                java.util.function.DoubleUnaryOperator y = line.right() ? yRight : yLeft;
+                String drawn = polyline(line.minutes(), m -> x.applyAsDouble(m.rows()), m -> y.applyAsDouble(line.value().applyAsDouble(m)), line.color());
+                b.append(line.dashed() ? drawn.replace("/>", " stroke-dasharray=\"6 4\"/>") : drawn);
+            }
             b.append("</svg>\n");
             return b.toString();
         }
