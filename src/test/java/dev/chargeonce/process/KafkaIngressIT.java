@@ -295,7 +295,7 @@ class KafkaIngressIT {
         }
         Map<String, String> config = config(Duration.ofSeconds(4));
         // Between the rows' commit and the offsets' store: the window the loss lands in.
-        config.put("chargeonce.kafka.offset-commit-delay", "10s");
+        config.put("chargeonce.kafka.offset-commit-delay", "20s");
         ServiceProcess service = start("kafka-lost-rows", config);
         await("the batch's rows are committed", Duration.ofSeconds(60), () -> finishedRows() == events.size());
         assertEquals(Map.of(), kafka.committed(group, commands), "no offset committed yet: the rows are in the window");
