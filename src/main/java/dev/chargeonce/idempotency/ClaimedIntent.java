@@ -23,7 +23,7 @@ import java.time.Instant;
  * @param stripeIdentity   the key's identity at Stripe as the row stores it (stripe_identity): every Stripe key of
  *                         the row is derived from it, not recomputed from the client's key
  */
-public record ClaimedIntent(Operation operation, String id, String clientId, IdempotencyKey key, String requestJson, long amount, String currency,
+public record ClaimedIntent(Operation operation, String id, String clientId, String requestJson, long amount, String currency,
                             int leaseGeneration, long leaseAcquiredNanos, int stripeAttempt, String lastStripeError,
                             boolean keyBeyondHorizon, Instant createdAt, Instant stripeKeyFirstSent,
                             Instant stripeKeyLastSent, String stripeObjectId, int pendingChecks, Instant databaseNow,

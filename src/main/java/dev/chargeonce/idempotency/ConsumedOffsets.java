@@ -42,9 +42,11 @@ public class ConsumedOffsets {
             """;
 
     private final AgroalDataSource primary;
+    private final KeyIdentities identities;
 
-    ConsumedOffsets(AgroalDataSource primary) {
+    ConsumedOffsets(AgroalDataSource primary, KeyIdentities identities) {
         this.primary = primary;
+        this.identities = identities;
     }
 
     /** The next offsets the database has for the group's partitions of {@code topic}, by partition. */
@@ -75,12 +77,17 @@ public class ConsumedOffsets {
 
     /**
      * Stores {@code next} as the partition's next offset, unless the database has less than {@code expected} (what
-     * this consumer stored, or found, last; null when it knows of nothing) or lacks one of the rows
-     * {@code rowIdentities} (of the records {@code next} acknowledges, under {@code clientId}): then it stores
+     * this consumer stored, or found, last; null when it knows of nothing) or lacks the row of one of the keys
+     * {@code rowKeys} (of the records {@code next} acknowledges, under {@code clientId}): then it stores
      * nothing, and what it has is where the lost records start.
      */
     public Advance advance(String group, String topic, int partition, Long expected, long next, String clientId,
-                           java.util.Set<String> rowIdentities) {
+                           java.util.Set<IdempotencyKey> rowKeys) {
+        // Each key's row under any identity it may have (a key has one row: the count is the keys that have theirs).
+        java.util.List<String> rowIdentities = new java.util.ArrayList<>();
+        for (IdempotencyKey key : rowKeys) {
+            rowIdentities.addAll(identities.lookup(Operation.CHARGE, clientId, key));
+        }
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(ADVANCE)) {
             ps.setString(1, group);
             ps.setString(2, topic);
@@ -92,7 +99,7 @@ public class ConsumedOffsets {
             ps.setInt(8, partition);
             ps.setLong(9, next);
             ps.setLong(10, expected == null ? -1 : expected);
-            ps.setInt(11, rowIdentities.size());
+            ps.setInt(11, rowKeys.size());
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 long before = rs.getLong(1);

@@ -41,6 +41,32 @@ public interface IdempotencyConfig {
     int fingerprintVersion();
 
     /**
+     * The version of the keyed hash new rows' identities are written under ({@link KeyIdentities}): 0 is the
+     * unkeyed hash of releases before V1.13.0, n ≥ 1 is HMAC-SHA256 under secret n. No default outside dev and test:
+     * 1 for a new installation, 0 for the first rollout over a fleet that runs an older release (README, "Keys
+     * stored hashed").
+     */
+    java.util.OptionalInt keyHashVersion();
+
+    /**
+     * Versions that rows may still have been written under, looked up besides {@link #keyHashVersion} ({@code none}
+     * or a comma-separated list). Keep a version here until no row of it is younger than {@link #keptFor}: a retry
+     * of a key whose row is not found under any version is claimed again.
+     */
+    @WithDefault("none")
+    String keyHashReadVersions();
+
+    /** {@code <version>:<base64 of at least 32 random bytes>}, comma separated: the secrets of versions 1 and up. */
+    java.util.Optional<java.util.List<String>> keyHashSecrets();
+
+    /**
+     * On while instances that write different versions run side by side (the two steps of a version change): a
+     * new key's claim takes a per-key lock that all of them share. Off otherwise (it costs a transaction per new key).
+     */
+    @WithDefault("false")
+    boolean keyHashMixedWriters();
+
+    /**
      * The most bytes a stored answer may have ({@link AnswerLimit}): a request whose answer could be larger is
      * refused before any claim ({@code 400 answer_too_large}), never cut short later.
      */

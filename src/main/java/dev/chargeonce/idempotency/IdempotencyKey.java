@@ -7,16 +7,6 @@ public record IdempotencyKey(String value) {
 
     public static final String HEADER = "Idempotency-Key";
 
-    /**
-     * The key's identity for {@code op}: a hash of the client and the key (48 hex digits), the same for every row the
-     * key ever has (one lost with a failover and claimed again included). Its row is found by it (unique with the
-     * client), and it is what Stripe sees of the key: the {@code chargeonce_key} metadata and, with the attempt, the
-     * Stripe idempotency key. A refund's key has an identity of its own, so a client may use one Idempotency-Key for
-     * a charge and a refund.
-     */
-    public String identity(Operation op, String clientId) {
-        return Fingerprint.sha256Hex((op == Operation.REFUND ? "refund\n" : "") + clientId + '\n' + value).substring(0, 48);
-    }
     public static final int MAX_LENGTH = 255;
 
     /**

@@ -36,7 +36,7 @@ public class IdempotencyStore {
 
     /** Columns read back by every statement that hands a row to its holder or to a retry. */
     private static final String COLUMNS = """
-            x.id, x.client_id, x.idempotency_key, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
+            x.id, x.client_id, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
             x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at, x.finished_at,
             x.stripe_key_first_sent, x.stripe_key_last_sent, x.{o} AS object_id, x.pending_checks, x.stripe_identity, clock_timestamp() AS db_now,
             (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
@@ -107,7 +107,7 @@ public class IdempotencyStore {
                FOR UPDATE
             """;
 
-    private static final String KEY_CLAIMED = "SELECT 1 FROM stripe_refunds WHERE stripe_identity = ? AND client_id = ?";
+    private static final String KEY_CLAIMED = "SELECT 1 FROM stripe_refunds WHERE stripe_identity = ANY (?) AND client_id = ?";
 
     private static final String RESERVE = """
             UPDATE stripe_intents SET amount_reserved = amount_reserved + ?, updated_at = clock_timestamp() WHERE id = ?
@@ -399,6 +399,23 @@ public class IdempotencyStore {
     }
 
     /**
+     * The dual-read forms of the claim and the peek (see {@link KeyIdentities}): the key's row under any of its
+     * identities. The oldest if there were two (a claim of the key under each version before this release's lock:
+     * it is the one a retry found first).
+     */
+    private static String dualRead(String statement) {
+        String one = "x.stripe_identity = ? AND x.client_id = ?";
+        if (!statement.contains(one)) {
+            throw new IllegalStateException("no lookup by identity to widen in " + statement);
+        }
+        return statement.replace(one, "x.stripe_identity = ANY (?) AND x.client_id = ? ORDER BY x.created_at LIMIT 1");
+    }
+
+    private static final String CLAIM_ANY = dualRead(SQL.get(Operation.CHARGE).claim());
+    private static final java.util.Map<Operation, String> PEEK_ANY = java.util.Map.of(
+            Operation.CHARGE, dualRead(SQL.get(Operation.CHARGE).peek()), Operation.REFUND, dualRead(SQL.get(Operation.REFUND).peek()));
+
+    /**
      * Every statement of the protocol shared by the operations, as this class runs them for {@code op}, by name (the
      * components of {@link Sql}): for tests that hold each of them to a rule (the plan it gets, what it names).
      */
@@ -456,12 +473,15 @@ public class IdempotencyStore {
 
     private final AgroalDataSource primary;
     private final IdempotencyConfig config;
+    private final KeyIdentities identities;
     private final Timer claimLatency;
     private final Timer finishLatency;
 
-    public IdempotencyStore(@Default AgroalDataSource primary, IdempotencyConfig config, MeterRegistry metrics) {
+    public IdempotencyStore(@Default AgroalDataSource primary, IdempotencyConfig config, KeyIdentities identities,
+                            MeterRegistry metrics) {
         this.primary = primary;
         this.config = config;
+        this.identities = identities;
         if (config.fingerprintVersion() < 1 || config.fingerprintVersion() > Fingerprint.LATEST_VERSION) {
             throw new IllegalStateException("chargeonce.idempotency.fingerprint-version must be 1 to " + Fingerprint.LATEST_VERSION);
         }
@@ -487,17 +507,19 @@ public class IdempotencyStore {
     private Claim claimUntimed(NewIntent intent, Duration keyHorizon) {
         // Three rounds at most: a round that neither read nor inserted lost a race with a concurrent claim of the
         // key (see CLAIM); the next one reads its row.
-        String identity = intent.stripeIdentity();
+        String identity = identities.of(intent.operation(), intent.clientId(), intent.key());
+        List<String> lookup = identities.lookup(intent.operation(), intent.clientId(), intent.key());
         for (int round = 0; round < 3; round++) {
             long acquired = System.nanoTime();
-            Optional<Row> found = queryOne(sql(intent.operation()).claim(), ps -> {
+            Binder bind = ps -> {
                 int i = 1;
                 ps.setLong(i++, keyHorizon.toMillis());
-                ps.setString(i++, identity);
+                i = bindIdentities(ps, i, lookup);
                 ps.setString(i++, intent.clientId());
                 ps.setString(i++, intent.id());
                 ps.setString(i++, intent.clientId());
-                ps.setString(i++, intent.key().value());
+                // The key itself is not stored: only a Kafka command's event id, the key of its result records.
+                ps.setString(i++, intent.origin() != null ? intent.key().value() : null);
                 ps.setString(i++, intent.fingerprint().stored(config.fingerprintVersion()));
                 ps.setString(i++, intent.requestJson());
                 ps.setLong(i++, intent.amount());
@@ -506,8 +528,13 @@ public class IdempotencyStore {
                 ps.setLong(i++, config.lease().toMillis());
                 ps.setString(i++, identity);
                 ps.setString(i, intent.origin());
-            }, rs -> rs.getObject("new_lease_gen") != null ? Row.inserted(rs, intent, identity, acquired)
-                    : rs.getString("id") != null ? Row.read(rs, acquired) : null);
+            };
+            RowReader read = rs -> rs.getObject("new_lease_gen") != null ? Row.inserted(rs, intent, identity, acquired)
+                    : rs.getString("id") != null ? Row.read(rs, acquired) : null;
+            String claim = lookup.size() == 1 ? sql(intent.operation()).claim() : CLAIM_ANY;
+            Optional<Row> found = identities.mixedWriters()
+                    ? underKeyLock(identities.lockName(intent.operation(), intent.clientId(), intent.key()), claim, bind, read)
+                    : queryOne(claim, bind, read);
             if (found.isEmpty()) {
                 continue;
             }
@@ -553,11 +580,7 @@ public class IdempotencyStore {
         Timer.Sample sample = Timer.start();
         try {
             for (int round = 0; round < 3; round++) {
-                Optional<Row> existing = queryOne(sql(Operation.REFUND).peek(), ps -> {
-                    ps.setLong(1, keyHorizon.toMillis());
-                    ps.setString(2, refund.stripeIdentity());
-                    ps.setString(3, refund.clientId());
-                });
+                Optional<Row> existing = peekRow(Operation.REFUND, refund.clientId(), refund.key(), keyHorizon);
                 if (existing.isPresent()) {
                     Optional<Claim> claim = answerOrTakeOver(Operation.REFUND, existing.get(), refund.fingerprint(), keyHorizon);
                     if (claim.isPresent()) {
@@ -582,6 +605,10 @@ public class IdempotencyStore {
         try (Connection tx = primary.getConnection()) {
             tx.setAutoCommit(false);
             try {
+                if (identities.mixedWriters()) {
+                    // Before the charge's lock, as every claim takes the two: in one order, never a deadlock.
+                    lockKey(tx, identities.lockName(Operation.REFUND, refund.clientId(), refund.key()));
+                }
                 Optional<RefundClaim> claimed = claimNewRefund(tx, refund, keyHorizon, acquired);
                 if (claimed.isPresent() && claimed.get() instanceof RefundClaim.Claimed) {
                     tx.commit();
@@ -626,7 +653,7 @@ public class IdempotencyStore {
         // own amount, and refusing it as too large would be a final answer for a refund that is being made. Look
         // again under the lock, and answer the key as claimed.
         try (PreparedStatement ps = tx.prepareStatement(KEY_CLAIMED)) {
-            ps.setString(1, refund.stripeIdentity());
+            ps.setArray(1, tx.createArrayOf("text", identities.lookup(Operation.REFUND, refund.clientId(), refund.key()).toArray()));
             ps.setString(2, refund.clientId());
             try (ResultSet rs = ps.executeQuery()) {
                 if (rs.next()) {
@@ -652,14 +679,14 @@ public class IdempotencyStore {
             ps.setString(i++, refund.id());
             ps.setString(i++, refund.chargeId());
             ps.setString(i++, refund.clientId());
-            ps.setString(i++, refund.key().value());
+            ps.setString(i++, null); // the key itself is not stored
             ps.setString(i++, refund.fingerprint().stored(config.fingerprintVersion()));
             ps.setString(i++, terms);
             ps.setLong(i++, refundAmount);
             ps.setString(i++, currency);
             ps.setLong(i++, config.lease().toMillis());
             ps.setLong(i++, config.lease().toMillis());
-            ps.setString(i++, refund.stripeIdentity());
+            ps.setString(i++, identities.of(Operation.REFUND, refund.clientId(), refund.key()));
             ps.setLong(i, keyHorizon.toMillis());
             try (ResultSet rs = ps.executeQuery()) {
                 inserted = rs.next() ? Optional.of(Row.read(rs, acquired)) : Optional.empty();
@@ -689,10 +716,13 @@ public class IdempotencyStore {
     public Optional<KeyOrigin> adoptForResults(String clientId, IdempotencyKey key, String origin) {
         List<KeyOrigin> found = new ArrayList<>(1);
         run(ADOPT_FOR_RESULTS, ps -> {
-            ps.setString(1, key.identity(Operation.CHARGE, clientId));
+            ps.setArray(1, ps.getConnection().createArrayOf("text", identities.lookup(Operation.CHARGE, clientId, key).toArray()));
             ps.setString(2, clientId);
+            // An HTTP row has no key stored; a command's row keeps its event id: the key of its result records.
             ps.setString(3, origin);
-            ps.setString(4, origin);
+            ps.setString(4, key.value());
+            ps.setString(5, key.value());
+            ps.setString(6, origin);
         }, rs -> {
             if (rs.next()) {
                 found.add(new KeyOrigin(rs.getString("id"), rs.getString("origin"),
@@ -709,14 +739,15 @@ public class IdempotencyStore {
     private static final String ADOPT_FOR_RESULTS = """
             WITH before AS (
                 SELECT id, client_id, idempotency_key, origin, status, response_status, response_body
-                  FROM stripe_intents WHERE stripe_identity = ? AND client_id = ?
+                  FROM stripe_intents WHERE stripe_identity = ANY (?) AND client_id = ?
+                 ORDER BY created_at LIMIT 1
                    FOR UPDATE),
             adopted AS (
-                UPDATE stripe_intents x SET origin = ?, updated_at = clock_timestamp()
+                UPDATE stripe_intents x SET origin = ?, idempotency_key = ?, updated_at = clock_timestamp()
                   FROM before b WHERE x.id = b.id AND b.origin IS NULL
                 RETURNING x.id),
             done AS (
-                SELECT id, client_id, idempotency_key, ?::text AS origin, response_status, response_body
+                SELECT id, client_id, ?::text AS idempotency_key, ?::text AS origin, response_status, response_body
                   FROM before WHERE origin IS NULL AND status <> 'processing')
             %s
             SELECT id, origin, status FROM before
@@ -728,11 +759,7 @@ public class IdempotencyStore {
      * key is new; {@link Claim.Unheld} when it is processing with an expired lease (a claim would take it over).
      */
     public Optional<Claim> peek(Operation op, String clientId, IdempotencyKey key, Fingerprint fingerprint, Duration keyHorizon) {
-        return queryOne(sql(op).peek(), ps -> {
-            ps.setLong(1, keyHorizon.toMillis());
-            ps.setString(2, key.identity(op, clientId));
-            ps.setString(3, clientId);
-        }).map(row -> classifyExisting(row, fingerprint).orElseGet(Claim.Unheld::new));
+        return peekRow(op, clientId, key, keyHorizon).map(row -> classifyExisting(row, fingerprint).orElseGet(Claim.Unheld::new));
     }
 
     /** The answer an existing row gives a request with this fingerprint; empty when its lease can be taken over. */
@@ -1377,11 +1404,7 @@ public class IdempotencyStore {
     }
 
     public Optional<KeyStatus> keyStatus(Operation op, String clientId, IdempotencyKey key, Duration keyHorizon) {
-        return queryOne(sql(op).peek(), ps -> {
-            ps.setLong(1, keyHorizon.toMillis());
-            ps.setString(2, key.identity(op, clientId));
-            ps.setString(3, clientId);
-        }).map(row -> new KeyStatus(row.id, row.status, row.needsReconciliation, row.createdAt.toInstant(),
+        return peekRow(op, clientId, key, keyHorizon).map(row -> new KeyStatus(row.id, row.status, row.needsReconciliation, row.createdAt.toInstant(),
                 row.finishedAt == null ? null : row.finishedAt.toInstant(), row.leaseLeftMillis, row.stripeAttempt));
     }
 
@@ -1435,6 +1458,65 @@ public class IdempotencyStore {
         Row read(ResultSet rs) throws SQLException;
     }
 
+    /** The key's row, read by the unique index under every identity it may have (see {@link KeyIdentities}). */
+    private Optional<Row> peekRow(Operation op, String clientId, IdempotencyKey key, Duration keyHorizon) {
+        List<String> lookup = identities.lookup(op, clientId, key);
+        return queryOne(lookup.size() == 1 ? sql(op).peek() : PEEK_ANY.get(op), ps -> {
+            ps.setLong(1, keyHorizon.toMillis());
+            int i = bindIdentities(ps, 2, lookup);
+            ps.setString(i, clientId);
+        });
+    }
+
+    /** One identity as itself (the statements of the hot path), several as one array (their dual-read forms). */
+    private static int bindIdentities(PreparedStatement ps, int i, List<String> lookup) throws SQLException {
+        if (lookup.size() == 1) {
+            ps.setString(i, lookup.get(0));
+        } else {
+            ps.setArray(i, ps.getConnection().createArrayOf("text", lookup.toArray()));
+        }
+        return i + 1;
+    }
+
+    /**
+     * A claim while instances writing different identity versions run side by side: in a transaction that first
+     * takes the key's lock (the same name under every version), so that a claim of the key under another version
+     * either committed before this statement's snapshot (and is read) or waits for this one (and reads it). The
+     * lock is taken by a statement of its own: one statement's snapshot is older than a lock it waited for.
+     */
+    private Optional<Row> underKeyLock(int lockName, String sql, Binder binder, RowReader reader) {
+        try (Connection tx = primary.getConnection()) {
+            tx.setAutoCommit(false);
+            try {
+                lockKey(tx, lockName);
+                Row row = null;
+                try (PreparedStatement ps = tx.prepareStatement(sql)) {
+                    binder.bind(ps);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        if (rs.next()) {
+                            row = reader.read(rs);
+                        }
+                    }
+                }
+                tx.commit();
+                return Optional.ofNullable(row);
+            } catch (SQLException | RuntimeException e) {
+                tx.rollback();
+                throw e;
+            }
+        } catch (SQLException e) {
+            throw DatabaseFailures.of(e);
+        }
+    }
+
+    /** Class 0x6b657973 ("keys") of advisory locks: a key's claim while writers differ (nothing else takes one). */
+    private static void lockKey(Connection tx, int lockName) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement("SELECT pg_advisory_xact_lock(1801812339, ?)")) {
+            ps.setInt(1, lockName);
+            ps.executeQuery().close();
+        }
+    }
+
     private long count(String sql, Binder binder) {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             binder.bind(ps);
@@ -1485,7 +1567,7 @@ public class IdempotencyStore {
         }
     }
 
-    private record Row(boolean fresh, String id, String clientId, String idempotencyKey, String fingerprint, String request, long amount,
+    private record Row(boolean fresh, String id, String clientId, String fingerprint, String request, long amount,
                        String currency, IntentStatus status, int leaseGeneration, int stripeAttempt,
                        String lastStripeError, boolean needsReconciliation, int responseStatus, String responseBody,
                        Timestamp createdAt, Timestamp finishedAt, Timestamp stripeKeyFirstSent, Timestamp stripeKeyLastSent, String objectId,
@@ -1497,7 +1579,7 @@ public class IdempotencyStore {
          */
         static Row inserted(ResultSet rs, NewIntent intent, String identity, long acquired) throws SQLException {
             Timestamp created = rs.getTimestamp("new_created_at");
-            return new Row(true, intent.id(), intent.clientId(), intent.key().value(), null, intent.requestJson(), intent.amount(),
+            return new Row(true, intent.id(), intent.clientId(), null, intent.requestJson(), intent.amount(),
                     intent.currency(), IntentStatus.PROCESSING, rs.getInt("new_lease_gen"), 1, null, false, 0, null, created, null,
                     rs.getTimestamp("new_key_first_sent"), null, null, 0, identity, created, false, Long.MAX_VALUE,
                     acquired);
@@ -1505,7 +1587,7 @@ public class IdempotencyStore {
 
         static Row read(ResultSet rs, long acquired) throws SQLException {
             return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
-                    rs.getString("idempotency_key"), rs.getString("fingerprint"), rs.getString("request"), rs.getLong("amount"), rs.getString("currency"),
+                    rs.getString("fingerprint"), rs.getString("request"), rs.getLong("amount"), rs.getString("currency"),
                     IntentStatus.fromColumn(rs.getString("status")), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"),
                     rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
                     rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
@@ -1515,7 +1597,7 @@ public class IdempotencyStore {
         }
 
         ClaimedIntent intent(Operation op) {
-            return new ClaimedIntent(op, id, clientId, new IdempotencyKey(idempotencyKey), request, amount, currency, leaseGeneration,
+            return new ClaimedIntent(op, id, clientId, request, amount, currency, leaseGeneration,
                     acquired, stripeAttempt, lastStripeError, beyondHorizon, createdAt.toInstant(), stripeKeyFirstSent.toInstant(),
                     stripeKeyLastSent == null ? null : stripeKeyLastSent.toInstant(), objectId, pendingChecks,
                     databaseNow.toInstant(), stripeIdentity);

@@ -14,13 +14,4 @@ public record NewIntent(Operation operation, String id, String clientId, Idempot
                      String requestJson, long amount, String currency) {
         this(operation, id, clientId, key, fingerprint, requestJson, amount, currency, null);
     }
-
-    /**
-     * The key's identity ({@link IdempotencyKey#identity}): what the row is found by and what Stripe sees of the key
-     * (its {@code chargeonce_key} metadata, how an event naming a PaymentIntent the row never heard of finds it).
-     * Derived here, never passed in, so that it cannot be anything but the key's.
-     */
-    public String stripeIdentity() {
-        return key.identity(operation, clientId);
-    }
 }

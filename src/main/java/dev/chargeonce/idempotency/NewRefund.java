@@ -11,9 +11,4 @@ import java.util.function.Function;
  */
 public record NewRefund(String id, String chargeId, String clientId, IdempotencyKey key, Fingerprint fingerprint,
                         Long requestedAmount, Function<RefundableCharge, String> terms) {
-
-    /** The refund key's identity ({@link IdempotencyKey#identity}), derived, never passed in: see {@link NewIntent#stripeIdentity}. */
-    public String stripeIdentity() {
-        return key.identity(Operation.REFUND, clientId);
-    }
 }

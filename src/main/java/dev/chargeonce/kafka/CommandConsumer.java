@@ -1,6 +1,7 @@
 package dev.chargeonce.kafka;
 
 import dev.chargeonce.idempotency.ConsumedOffsets;
+import dev.chargeonce.idempotency.IdempotencyKey;
 import dev.chargeonce.recovery.RecoveryConfig;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
@@ -206,7 +207,7 @@ public class CommandConsumer {
     }
 
     /** Where a partition's records stopped: the offset to commit (the next to handle), and for how long to pause. */
-    private record Stop(TopicPartition partition, long first, long next, Duration pause, Set<String> rowIdentities) {
+    private record Stop(TopicPartition partition, long first, long next, Duration pause, Set<IdempotencyKey> rowKeys) {
     }
 
     private void handleAndCommit(KafkaConsumer<byte[], byte[]> consumer, ConsumerRecords<byte[], byte[]> records,
@@ -348,7 +349,7 @@ public class CommandConsumer {
             Stop stop = stops.stream().filter(s -> s.partition().equals(partition)).findFirst().orElseThrow();
             try {
                 ConsumedOffsets.Advance advance = offsets.advance(config.groupId(), partition.topic(), partition.partition(),
-                        storedNext.get(partition), next, config.clientId(), stop.rowIdentities());
+                        storedNext.get(partition), next, config.clientId(), stop.rowKeys());
                 if (advance.stored()) {
                     storedNext.put(partition, next);
                     continue;
@@ -413,7 +414,7 @@ public class CommandConsumer {
     private Stop handlePartition(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> batch, long deadline) {
         long first = batch.getFirst().offset();
         long next = first;
-        Set<String> rows = new HashSet<>(); // the rows the acknowledged records have: checked when their offset is stored
+        Set<IdempotencyKey> rows = new HashSet<>(); // the keys of the rows the acknowledged records have: checked when their offset is stored
         for (ConsumerRecord<byte[], byte[]> record : batch) {
             if (!running || System.nanoTime() - deadline > 0) {
                 return new Stop(partition, first, next, null, rows);
@@ -430,7 +431,7 @@ public class CommandConsumer {
             switch (decision) {
                 case CommandHandler.Decision.Ack ack -> {
                     metrics.record(ack.result());
-                    rows.add(handler.rowIdentity(record.key()));
+                    rows.add(handler.rowKey(record.key()));
                 }
                 case CommandHandler.Decision.DeadLetter letter -> {
                     try {

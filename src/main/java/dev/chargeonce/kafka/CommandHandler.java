@@ -130,9 +130,9 @@ public class CommandHandler {
         return new Decision.Ack(result);
     }
 
-    /** The identity of the row an acknowledged command's event id has (its key, under the topic's client). */
-    String rowIdentity(byte[] eventId) {
-        return IdempotencyKey.parse(eventId(eventId)).identity(dev.chargeonce.idempotency.Operation.CHARGE, config.clientId());
+    /** The key of the row an acknowledged command's event id has (under the topic's client). */
+    IdempotencyKey rowKey(byte[] eventId) {
+        return IdempotencyKey.parse(eventId(eventId));
     }
 
     /** The record key as text: strict UTF-8 (then {@link IdempotencyKey#parse} requires printable ASCII). */

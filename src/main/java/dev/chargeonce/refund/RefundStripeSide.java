@@ -104,9 +104,11 @@ public class RefundStripeSide implements StripeSide<RefundTerms> {
         return RefundResponses.state(outcome);
     }
 
-    /** The identity the row stores (what was sent, what the console shows); computed only for a row without one. */
+    /**
+     * The identity the row stores (what was sent, what the console shows): never recomputed from the client's key,
+     * which the row does not keep (and which a later secret would hash differently). Every row has one (V1.8.2).
+     */
     private static String identity(ClaimedIntent intent) {
-        return intent.stripeIdentity() != null ? intent.stripeIdentity()
-                : StripeKeys.refundIdentity(intent.clientId(), intent.key().value());
+        return java.util.Objects.requireNonNull(intent.stripeIdentity(), "a row without its identity");
     }
 }

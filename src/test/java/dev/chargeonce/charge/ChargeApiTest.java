@@ -211,7 +211,7 @@ class ChargeApiTest {
         assertEquals(1, intents.size(), "one PaymentIntent, whatever the retries: a retry never gets a fresh Stripe key");
         assertEquals(intents.get(0).get("id").asText(), retry.jsonPath().getString("payment_intent"));
         assertEquals(intents.get(0).get("sandbox_idempotency_key").asText(),
-                dev.chargeonce.stripe.StripeKeys.ofIdentity(false, dev.chargeonce.stripe.StripeKeys.identity(ACME, key), 1),
+                dev.chargeonce.stripe.StripeKeys.ofIdentity(false, dev.chargeonce.testing.TestKeys.identity(ACME, key), 1),
                 "the Stripe key is derived from (client, key, attempt), nothing else");
         assertEquals(retry.asString(), post(ACME_KEY, key, VISA).asString());
     }

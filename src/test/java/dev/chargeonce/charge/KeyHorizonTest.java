@@ -90,9 +90,9 @@ class KeyHorizonTest {
         ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503);
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
                 "UPDATE stripe_intents SET stripe_key_first_sent = stripe_key_first_sent - interval '2 hours',"
-                        + " created_at = created_at - interval '2 hours' WHERE client_id = ? AND idempotency_key = ?")) {
+                        + " created_at = created_at - interval '2 hours' WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, ACME);
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(ACME, key));
             assertEquals(1, ps.executeUpdate());
         }
 
@@ -154,13 +154,13 @@ class KeyHorizonTest {
                         now() - ?::interval, now() - ?::interval, ?, ?)""")) {
             ps.setString(1, chargeId);
             ps.setString(2, ACME);
-            ps.setString(3, key);
+            ps.setString(3, null); // keys are not stored: the identity finds the row
             ps.setString(4, Fingerprint.of("POST", "/v1/charges", canonical).stored());
             ps.setString(5, canonical);
             ps.setString(6, age);
             ps.setString(7, age);
             ps.setString(8, lastStripeError);
-            ps.setString(9, dev.chargeonce.stripe.StripeKeys.identity(ACME, key));
+            ps.setString(9, dev.chargeonce.testing.TestKeys.identity(ACME, key));
             ps.executeUpdate();
         }
         return chargeId;
@@ -174,7 +174,7 @@ class KeyHorizonTest {
                         .header("Sandbox-Created", Long.toString(created.getEpochSecond()))
                         .POST(java.net.http.HttpRequest.BodyPublishers.ofString(
                                 "amount=1000&currency=usd&payment_method=pm_card_visa&confirm=true&metadata[chargeonce_key]="
-                                        + dev.chargeonce.stripe.StripeKeys.identity(ACME, key) + "&metadata[chargeonce_attempt]=1"))
+                                        + dev.chargeonce.testing.TestKeys.identity(ACME, key) + "&metadata[chargeonce_attempt]=1"))
                         .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
         assertEquals(200, r.statusCode(), r.body());
     }

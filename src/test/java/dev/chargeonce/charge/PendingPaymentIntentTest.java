@@ -97,9 +97,9 @@ class PendingPaymentIntentTest {
 
     private void makeDue(String key) throws Exception {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "UPDATE stripe_intents SET recheck_at = now() - interval '1 second' WHERE client_id = ? AND idempotency_key = ?")) {
+                "UPDATE stripe_intents SET recheck_at = now() - interval '1 second' WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, ACME);
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(ACME, key));
             assertEquals(1, ps.executeUpdate());
         }
     }
@@ -112,7 +112,7 @@ class PendingPaymentIntentTest {
         // What a lookup may find: a PaymentIntent of this key that has no payment error (yet).
         long now = System.currentTimeMillis() / 1000;
         String found = stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=requires_payment_method"
-                + "&metadata[chargeonce_key]=" + StripeKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME
+                + "&metadata[chargeonce_key]=" + dev.chargeonce.testing.TestKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME
                 + "&metadata[chargeonce_attempt]=1&metadata[chargeonce_charge_id]=" + rowId(key)).get("last").asText();
 
         Response retry = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
@@ -136,9 +136,9 @@ class PendingPaymentIntentTest {
 
     private String rowColumn(String key, String column) throws Exception {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "SELECT " + column + " FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                "SELECT " + column + " FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, ACME);
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(ACME, key));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getString(1);

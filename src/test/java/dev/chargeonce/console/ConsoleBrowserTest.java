@@ -105,9 +105,9 @@ class ConsoleBrowserTest {
         String chargeId = dev.chargeonce.testing.TestRows.parkedCharge(primary, ACME, ACME_KEY, key, VISA);
         long now = Instant.now().getEpochSecond();
         stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=succeeded&metadata[chargeonce_key]="
-                + StripeKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME);
+                + dev.chargeonce.testing.TestKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME);
         String paymentIntent = stripe.ledger().stream()
-                .filter(pi -> StripeKeys.identity(ACME, key).equals(pi.path("metadata").path("chargeonce_key").asText()))
+                .filter(pi -> dev.chargeonce.testing.TestKeys.identity(ACME, key).equals(pi.path("metadata").path("chargeonce_key").asText()))
                 .findFirst().orElseThrow().get("id").asText();
         long run = job.request(Instant.now().minus(Duration.ofHours(1)), Instant.now().plusSeconds(5), "test").id();
         for (int i = 0; i < 20; i++) {

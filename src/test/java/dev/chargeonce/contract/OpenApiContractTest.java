@@ -592,7 +592,7 @@ class OpenApiContractTest {
         check(create, 503);
         long now = System.currentTimeMillis() / 1000;
         stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=requires_payment_method"
-                + "&metadata[chargeonce_key]=" + dev.chargeonce.stripe.StripeKeys.identity(dev.chargeonce.testing.TestClients.ACME, key));
+                + "&metadata[chargeonce_key]=" + dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.ACME, key));
         try {
             Answer pending = check(create, 503);
             assertEquals("payment_processing", pending.json().get("error").get("code").asText());

@@ -60,12 +60,12 @@ class AnswerLimitTest {
 
     long rows(String key) throws Exception {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "SELECT (SELECT count(*) FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?)"
-                        + " + (SELECT count(*) FROM stripe_refunds WHERE client_id = ? AND idempotency_key = ?)")) {
+                "SELECT (SELECT count(*) FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?)"
+                        + " + (SELECT count(*) FROM stripe_refunds WHERE client_id = ? AND stripe_identity = ?)")) {
             ps.setString(1, ACME);
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(ACME, key));
             ps.setString(3, ACME);
-            ps.setString(4, key);
+            ps.setString(4, dev.chargeonce.testing.TestKeys.refundIdentity(ACME, key));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getLong(1);
@@ -109,11 +109,11 @@ class AnswerLimitTest {
         String large = charge(40);
         String canonical = ChargeRequestParser.parse(large.getBytes(StandardCharsets.UTF_8)).canonicalJson();
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "UPDATE stripe_intents SET fingerprint = ?, request = ? WHERE client_id = ? AND idempotency_key = ?")) {
+                "UPDATE stripe_intents SET fingerprint = ?, request = ? WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, Fingerprint.of("POST", "/v1/charges", canonical).stored());
             ps.setString(2, canonical);
             ps.setString(3, ACME);
-            ps.setString(4, key);
+            ps.setString(4, dev.chargeonce.testing.TestKeys.identity(ACME, key));
             assertEquals(1, ps.executeUpdate());
         }
         Response retry = post("/v1/charges", key, large);

@@ -62,9 +62,9 @@ class FingerprintVersionsTest {
 
     String storedFingerprint(String key) throws Exception {
         try (Connection c = primary.getConnection();
-             PreparedStatement ps = c.prepareStatement("SELECT fingerprint FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+             PreparedStatement ps = c.prepareStatement("SELECT fingerprint FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, ACME);
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(ACME, key));
             try (ResultSet rs = ps.executeQuery()) {
                 assertTrue(rs.next());
                 return rs.getString(1);
@@ -74,10 +74,10 @@ class FingerprintVersionsTest {
 
     void rewriteFingerprint(String key, String stored) throws Exception {
         try (Connection c = primary.getConnection();
-             PreparedStatement ps = c.prepareStatement("UPDATE stripe_intents SET fingerprint = ? WHERE client_id = ? AND idempotency_key = ?")) {
+             PreparedStatement ps = c.prepareStatement("UPDATE stripe_intents SET fingerprint = ? WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, stored);
             ps.setString(2, ACME);
-            ps.setString(3, key);
+            ps.setString(3, dev.chargeonce.testing.TestKeys.identity(ACME, key));
             assertEquals(1, ps.executeUpdate());
         }
     }

@@ -54,7 +54,7 @@ class StatementPlansTest {
             s.execute("""
                     INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
                                                 lease_until, stripe_identity)
-                    SELECT 'chg_' || lpad(n::text, 24, '0'), 'plans', 'k' || n, 'f', '{}', 1000, 'usd', 'processing',
+                    SELECT 'chg_' || lpad(n::text, 24, '0'), 'plans', NULL, 'f', '{}', 1000, 'usd', 'processing',
                            now() + interval '30 seconds', md5(n::text)
                       FROM generate_series(1, 100000) n""");
             s.execute("""
@@ -65,7 +65,7 @@ class StatementPlansTest {
             s.execute("""
                     INSERT INTO stripe_refunds (id, charge_id, client_id, idempotency_key, fingerprint, request, amount, currency,
                                                 status, lease_until, stripe_identity)
-                    SELECT 'rfd_' || lpad(n::text, 24, '0'), 'chg_' || lpad(n::text, 24, '0'), 'plans', 'r' || n, 'f', '{}', 1,
+                    SELECT 'rfd_' || lpad(n::text, 24, '0'), 'chg_' || lpad(n::text, 24, '0'), 'plans', NULL, 'f', '{}', 1,
                            'usd', 'processing', now() + interval '30 seconds', md5('r' || n)
                       FROM generate_series(1, 100000) n""");
             s.execute("""

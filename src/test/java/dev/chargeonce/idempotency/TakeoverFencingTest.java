@@ -53,6 +53,9 @@ class TakeoverFencingTest {
     IdempotencyConfig idempotencyConfig;
 
     @Inject
+    KeyIdentities identities;
+
+    @Inject
     Flyway flyway;
 
     /**
@@ -65,16 +68,18 @@ class TakeoverFencingTest {
     @Test
     void concurrentRecoveryPassesTakeOverEveryExpiredRowExactlyOnceAndNothingElse() throws Exception {
         try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway)) {
-            IdempotencyStore scanner = new IdempotencyStore(database.dataSource, idempotencyConfig, new SimpleMeterRegistry());
+            IdempotencyStore scanner = new IdempotencyStore(database.dataSource, idempotencyConfig, identities, new SimpleMeterRegistry());
             String client = "fencing-" + UUID.randomUUID();
             int rows = 60;
+            Set<String> expired = new HashSet<>();
             for (int i = 0; i < rows; i++) {
+                expired.add(identities.of(Operation.CHARGE, client, new IdempotencyKey("k" + i)));
                 insert(database.dataSource, client, "k" + i, "processing", "now() - interval '1 second'", false);
             }
             insert(database.dataSource, client, "live-lease", "processing", "now() + interval '1 hour'", false);
             insert(database.dataSource, client, "parked", "processing", "now() - interval '1 second'", true);
             insert(database.dataSource, client, "finished", "completed", "NULL", false);
-            Map<String, RowState> decoysBefore = rowStates(database.dataSource, "live-lease", "parked", "finished");
+            Map<String, RowState> decoysBefore = rowStates(database.dataSource, client, "live-lease", "parked", "finished");
 
             int workers = 4;
             CountDownLatch start = new CountDownLatch(1);
@@ -101,15 +106,15 @@ class TakeoverFencingTest {
                 for (ClaimedIntent intent : f.get()) {
                     total++;
                     assertTrue(seen.add(intent.id()), "row " + intent.id() + " taken over twice");
-                    assertTrue(intent.key().value().matches("k\\d+"),
-                            "only expired, unparked rows are taken over: " + intent.key().value());
+                    assertTrue(expired.contains(intent.stripeIdentity()),
+                            "only expired, unparked rows are taken over: " + intent.stripeIdentity());
                     assertEquals(2, intent.leaseGeneration());
                     assertTrue(scanner.finish(intent, IntentStatus.FAILED, new StoredAnswer(400, "{}"), null),
                             "the pass that took row " + intent.id() + " over still holds its lease");
                 }
             }
             assertEquals(rows, total, "every expired row was taken over exactly once");
-            assertEquals(decoysBefore, rowStates(database.dataSource, "live-lease", "parked", "finished"),
+            assertEquals(decoysBefore, rowStates(database.dataSource, client, "live-lease", "parked", "finished"),
                     "a live lease, a parked row and a finished row are left as they were");
             assertTrue(scanner.takeOverExpired(Operation.CHARGE, 100, HORIZON).isEmpty(), "nothing left to take over");
         }
@@ -127,14 +132,15 @@ class TakeoverFencingTest {
     }
 
     /**
-     * The same races on the schema a rolling deploy passes through (V1.8.x: the raw key's unique constraint beside
-     * the identity's): a duplicate that loses on the raw key's index is answered like any other, never with a
-     * unique violation (a claim whose ON CONFLICT named the identity's index alone answered it with a 500).
+     * The same races on the schema a rolling deploy of this release passes through (V1.13.0 without V1.14.0's
+     * constraint, while instances of the release before still write keys): the claim names no index in its
+     * {@code ON CONFLICT} (one that named the identity's index alone answered a duplicate that lost on another unique
+     * index, as V1.8.x had, with a 500).
      */
     @Test
     void claimsRaceCleanlyOnTheSchemaOfARollingDeployToo() throws Exception {
-        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, "1.8.2")) {
-            claimRaces(new IdempotencyStore(database.dataSource, idempotencyConfig, new SimpleMeterRegistry()), database.dataSource);
+        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, "1.13.0")) {
+            claimRaces(new IdempotencyStore(database.dataSource, idempotencyConfig, identities, new SimpleMeterRegistry()), database.dataSource);
         }
     }
 
@@ -166,9 +172,10 @@ class TakeoverFencingTest {
                 }
                 assertEquals(1, fresh, "exactly one claim of " + key.value() + " is fresh");
                 try (Connection c = primary.getConnection();
-                     PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                     PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM stripe_intents WHERE client_id = ? AND stripe_identity = ANY (?)")) {
                     ps.setString(1, client);
-                    ps.setString(2, key.value());
+                    // under any version: one row for the key, whatever identity it got
+                    ps.setArray(2, c.createArrayOf("text", dev.chargeonce.testing.TestKeys.allIdentities(client, key.value()).toArray()));
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
                         assertEquals(1, rs.getInt(1), "one row for the key");
@@ -244,7 +251,7 @@ class TakeoverFencingTest {
         return new LeaseRelease(ClaimedIntent.SERVER_ERROR, Duration.ofMillis(5), Duration.ofSeconds(60), null);
     }
 
-    private static NewIntent newIntent(String client, String key) {
+    static NewIntent newIntent(String client, String key) {
         return new NewIntent(Operation.CHARGE, "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24), client,
                 new IdempotencyKey(key), Fingerprint.of("POST", "/v1/charges", REQUEST), REQUEST, 1, "usd");
     }
@@ -269,12 +276,12 @@ class TakeoverFencingTest {
     }
 
     /** The state of the rows of these keys (a dedicated database: keys alone name the rows). */
-    private static Map<String, RowState> rowStates(DataSource source, String... keys) throws SQLException {
+    private Map<String, RowState> rowStates(DataSource source, String client, String... keys) throws SQLException {
         Map<String, RowState> states = new LinkedHashMap<>();
         for (String key : keys) {
             try (Connection c = source.getConnection(); PreparedStatement ps = c.prepareStatement(
-                    "SELECT id FROM stripe_intents WHERE idempotency_key = ?")) {
-                ps.setString(1, key);
+                    "SELECT id FROM stripe_intents WHERE stripe_identity = ?")) {
+                ps.setString(1, identities.of(Operation.CHARGE, client, new IdempotencyKey(key)));
                 try (ResultSet rs = ps.executeQuery()) {
                     assertTrue(rs.next(), "row of " + key + " exists");
                     states.put(key, rowState(source, rs.getString(1)));
@@ -284,7 +291,7 @@ class TakeoverFencingTest {
         return states;
     }
 
-    private static void insert(DataSource source, String client, String key, String status, String leaseUntil, boolean parked)
+    private void insert(DataSource source, String client, String key, String status, String leaseUntil, boolean parked)
             throws SQLException {
         boolean finished = !"processing".equals(status);
         try (Connection c = source.getConnection(); PreparedStatement ps = c.prepareStatement("""
@@ -295,7 +302,7 @@ class TakeoverFencingTest {
                 .formatted(leaseUntil, finished ? "now()" : "NULL"))) {
             ps.setString(1, "chg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
             ps.setString(2, client);
-            ps.setString(3, key);
+            ps.setString(3, null); // keys are not stored
             ps.setString(4, status);
             ps.setBoolean(5, parked);
             if (finished) {
@@ -305,7 +312,7 @@ class TakeoverFencingTest {
                 ps.setNull(6, java.sql.Types.INTEGER);
                 ps.setNull(7, java.sql.Types.VARCHAR);
             }
-            ps.setString(8, new IdempotencyKey(key).identity(Operation.CHARGE, client));
+            ps.setString(8, identities.of(Operation.CHARGE, client, new IdempotencyKey(key)));
             ps.executeUpdate();
         }
     }

@@ -233,9 +233,9 @@ class CommandHandlerTest {
 
     private Row row(String key) throws Exception {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "SELECT id, status, origin, response_body FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                "SELECT id, status, origin, response_body FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, config.clientId());
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(config.clientId(), key));
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? new Row(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4)) : null;
             }

@@ -126,8 +126,9 @@ class CircuitBreakerIT {
 
     private int rows(String table, String key) throws Exception {
         try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT count(*) FROM " + table + " WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
+                "SELECT count(*) FROM " + table + " WHERE stripe_identity = ?")) {
+            ps.setString(1, table.equals("stripe_refunds") ? dev.chargeonce.testing.TestKeys.refundIdentity(dev.chargeonce.testing.TestClients.ACME, key)
+                    : dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.ACME, key));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getInt(1);

@@ -102,8 +102,9 @@ class CrashBetweenStripeAndUpdateIT {
         assertEquals(1, ledger.size(), "exactly one PaymentIntent at Stripe");
         assertTrue(answer.body().contains(ledger.get(0).id()), "the answer names the PaymentIntent Stripe made");
         try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT status, response_status, response_body FROM stripe_intents WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
+                "SELECT status, response_status, response_body FROM stripe_intents WHERE stripe_identity IN (?, ?)")) {
+            ps.setString(1, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.ACME, key));
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.GLOBEX, key));
             try (ResultSet rs = ps.executeQuery()) {
                 assertTrue(rs.next());
                 assertEquals("completed", rs.getString(1));

@@ -48,8 +48,9 @@ class GracefulShutdownIT {
         ChargeClient.Answer answer = inFlight.get();
         assertEquals(201, answer.status(), "the charge in flight was answered: " + answer.body());
         try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT status, response_body FROM stripe_intents WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
+                "SELECT status, response_body FROM stripe_intents WHERE stripe_identity IN (?, ?)")) {
+            ps.setString(1, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.ACME, key));
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.GLOBEX, key));
             try (ResultSet rs = ps.executeQuery()) {
                 assertTrue(rs.next());
                 assertEquals("completed", rs.getString(1), "its row was finished before exit");

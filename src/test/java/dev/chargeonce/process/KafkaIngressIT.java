@@ -315,7 +315,7 @@ class KafkaIngressIT {
         assertTrue(metric(service, "chargeonce_kafka_offset_rewinds_total") >= 1, "the partition was read again");
         for (String event : events) {
             assertEquals("completed", rowStatus(event), event);
-            List<StripeSandbox.PaymentIntent> intents = env.stripe.intentsForKey(StripeKeys.identity(CLIENT, event));
+            List<StripeSandbox.PaymentIntent> intents = env.stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(CLIENT, event));
             assertEquals(1, intents.size(), "one PaymentIntent for " + event);
             try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
                     "SELECT response_body FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
@@ -354,7 +354,7 @@ class KafkaIngressIT {
 
         await("every command is acknowledged", Duration.ofSeconds(60), () -> kafka.committedTotal(group, commands) == 6);
         await("every result is published", Duration.ofSeconds(30), () -> outboxUnsent() == 0);
-        assertEquals(1, env.stripe.intentsForKey(StripeKeys.identity(CLIENT, stable)).size(), "a stable id: one charge");
+        assertEquals(1, env.stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(CLIENT, stable)).size(), "a stable id: one charge");
         long o43 = env.stripe.ledger().stream().filter(pi -> pi.amount() == 4300).count();
         assertEquals(2, o43, "fresh ids per retry: the order is charged twice (identity is the producer's job)");
         assertEquals(2, metric(service, "chargeonce_kafka_duplicates_suppressed_total"), "two retries suppressed");
@@ -440,7 +440,7 @@ class KafkaIngressIT {
         Set<String> chargeIds = new HashSet<>();
         for (String event : events) {
             String[] row = rows.get(event);
-            List<StripeSandbox.PaymentIntent> intents = env.stripe.intentsForKey(StripeKeys.identity(CLIENT, event));
+            List<StripeSandbox.PaymentIntent> intents = env.stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(CLIENT, event));
             assertEquals(1, intents.size(), "one PaymentIntent for " + event);
             assertEquals("completed", row[1], event);
             chargeIds.add(row[0]);

@@ -54,7 +54,7 @@ class MarkFailedWhileInFlightIT {
                 assertEquals(409, markFailed.statusCode(), "mark-failed while a try may still reach Stripe: " + markFailed.body());
                 assertTrue(markFailed.body().contains("may still reach Stripe"), markFailed.body());
                 assertEquals(201, answer.status(), "the try charged and its answer says so: " + answer);
-                assertEquals(1, env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key)).size());
+                assertEquals(1, env.stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key)).size());
                 ChargeClient.Answer retry = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30));
                 assertEquals(201, retry.status(), "a retry is told the payment was made, never to use a new key: " + retry);
                 assertTrue(retry.replayed());
@@ -66,9 +66,9 @@ class MarkFailedWhileInFlightIT {
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < until) {
             try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                    "SELECT id FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                    "SELECT id FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?")) {
                 ps.setString(1, TestClients.ACME);
-                ps.setString(2, key);
+                ps.setString(2, dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key));
                 try (ResultSet rs = ps.executeQuery()) {
                     if (rs.next()) {
                         return rs.getString(1);

@@ -128,7 +128,7 @@ class ReadReplicaIT {
             assertTrue(retry.replayed(), "a retry is a replay: " + retry);
             assertEquals(first.body(), retry.body(), "a replay is byte for byte the first answer");
         }
-        List<StripeSandbox.PaymentIntent> intents = env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key));
+        List<StripeSandbox.PaymentIntent> intents = env.stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key));
         assertEquals(1, intents.size(), "Stripe saw one PaymentIntent for the key");
         assertEquals(connectionsBefore, replicaProxy.connectionsAccepted(), "the POST path never connected to the replica");
         assertEquals(bytesBefore, replicaProxy.bytesToTarget(), "the POST path never sent a statement to the replica");
@@ -234,9 +234,9 @@ class ReadReplicaIT {
 
     private NaiveAnswer naiveCharge(String key) throws Exception {
         try (Connection replica = TestReplica.connect(env.database); PreparedStatement ps = replica.prepareStatement(
-                "SELECT payment_intent FROM naive_charges WHERE client_id = ? AND idempotency_key = ?")) {
+                "SELECT payment_intent FROM naive_charges WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, TestClients.ACME);
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key));
             try (ResultSet rs = ps.executeQuery()) {
                 if (rs.next()) {
                     return new NaiveAnswer(rs.getString(1), true, false);
@@ -280,9 +280,9 @@ class ReadReplicaIT {
 
     private String replicaStatus(String key) throws SQLException {
         try (Connection c = TestReplica.connect(env.database); PreparedStatement ps = c.prepareStatement(
-                "SELECT status FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                "SELECT status FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, TestClients.ACME);
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key));
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? rs.getString(1) : null;
             }
@@ -291,9 +291,9 @@ class ReadReplicaIT {
 
     private Instant createdAtOnPrimary(String key) throws SQLException {
         try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT created_at FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                "SELECT created_at FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, TestClients.ACME);
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key));
             try (ResultSet rs = ps.executeQuery()) {
                 assertTrue(rs.next(), "the primary has the charge");
                 return rs.getTimestamp(1).toInstant();

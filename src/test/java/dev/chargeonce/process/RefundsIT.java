@@ -156,7 +156,7 @@ class RefundsIT {
     void killNineBetweenStripesRefundAndTheRowUpdateLeavesOneRefund() throws Exception {
         String chargeId = charge(instanceA, 5_000);
         String key = UUID.randomUUID().toString();
-        String identity = StripeKeys.refundIdentity(TestClients.ACME, key);
+        String identity = dev.chargeonce.testing.TestKeys.refundIdentity(TestClients.ACME, key);
         long createsBefore = env.stripe.createRequests();
         env.stripe.setLatencyMillis(2_000);
         CompletableFuture<ChargeClient.Answer> inFlight = CompletableFuture.supplyAsync(
@@ -200,8 +200,8 @@ class RefundsIT {
 
     private String refundRowStatus(String key) throws Exception {
         try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT status FROM stripe_refunds WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
+                "SELECT status FROM stripe_refunds WHERE stripe_identity = ?")) {
+            ps.setString(1, dev.chargeonce.testing.TestKeys.refundIdentity(TestClients.ACME, key));
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? rs.getString(1) : null;
             }

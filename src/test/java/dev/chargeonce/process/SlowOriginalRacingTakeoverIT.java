@@ -113,8 +113,9 @@ class SlowOriginalRacingTakeoverIT {
     private void awaitLeaseExpired(String key, Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT lease_until < clock_timestamp() FROM stripe_intents WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
+                "SELECT lease_until < clock_timestamp() FROM stripe_intents WHERE stripe_identity IN (?, ?)")) {
+            ps.setString(1, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.ACME, key));
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.GLOBEX, key));
             while (true) {
                 try (ResultSet rs = ps.executeQuery()) {
                     if (rs.next() && rs.getBoolean(1)) {
@@ -144,8 +145,9 @@ class SlowOriginalRacingTakeoverIT {
 
     private Row row(String key) throws Exception {
         try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT status, lease_gen, response_body FROM stripe_intents WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
+                "SELECT status, lease_gen, response_body FROM stripe_intents WHERE stripe_identity IN (?, ?)")) {
+            ps.setString(1, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.ACME, key));
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.GLOBEX, key));
             try (ResultSet rs = ps.executeQuery()) {
                 assertTrue(rs.next());
                 return new Row(rs.getString(1), rs.getInt(2), rs.getString(3));

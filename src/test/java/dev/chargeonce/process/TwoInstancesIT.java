@@ -111,7 +111,7 @@ class TwoInstancesIT {
         String chargeId = JSON.readTree(body).get("id").asText();
         System.out.printf("two instances, %d concurrent requests with one key: %d x 201 (A %d, B %d), %d x 409 (A %d, B %d), "
                 + "%d PaymentIntent(s)%n", REQUESTS, charged.size(), chargedBy[0], chargedBy[1], inFlight, inFlightBy[0],
-                inFlightBy[1], env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key)).size());
+                inFlightBy[1], env.stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key)).size());
         // The race really happened, and across processes: each instance found the key in flight at least once,
         // so one of them answered 409 for a claim the other instance held.
         assertTrue(inFlightBy[0] > 0 && inFlightBy[1] > 0,
@@ -124,7 +124,7 @@ class TwoInstancesIT {
                 assertNotNull(answer.retryAfter(), "a 409 says when to retry");
             }
         }
-        assertEquals(1, env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key)).size(), "exactly one PaymentIntent at Stripe for the charge");
+        assertEquals(1, env.stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key)).size(), "exactly one PaymentIntent at Stripe for the charge");
         assertEquals(intentsBefore + 1, env.stripe.ledger().size(), "and no other PaymentIntent at all");
         assertEquals(createsBefore + 1, env.stripe.createRequests(), "only the claim holder called Stripe");
 
@@ -137,8 +137,9 @@ class TwoInstancesIT {
         }
         assertEquals(intentsBefore + 1, env.stripe.ledger().size());
         try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT count(*), min(status), min(response_body) FROM stripe_intents WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
+                "SELECT count(*), min(status), min(response_body) FROM stripe_intents WHERE stripe_identity IN (?, ?)")) {
+            ps.setString(1, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.ACME, key));
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.GLOBEX, key));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 assertEquals(1, rs.getInt(1), "one row for the key");

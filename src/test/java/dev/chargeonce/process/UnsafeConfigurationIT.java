@@ -36,6 +36,17 @@ class UnsafeConfigurationIT {
         assertTrue(log.contains("enable.auto.commit"), "offsets are committed after the rows, never on a timer:\n" + tail(log));
     }
 
+    /**
+     * The packaged service (prod profile) has no key-hash version of its own: 1 on a new installation, 0 for the
+     * first step of an upgrade. Left unset, it must not guess (README, "Keys stored hashed").
+     */
+    @Test
+    void withoutAKeyHashVersionTheServiceDoesNotStart() throws Exception {
+        String log = refused("unsafe-key-hash", "chargeonce.idempotency.key-hash-version", "");
+        assertTrue(log.contains("CHARGEONCE_KEY_HASH_VERSION"), "the log names the setting:\n" + tail(log));
+        assertTrue(log.contains("Keys stored hashed"), "and where to read about it:\n" + tail(log));
+    }
+
     private static String refused(String name, String property, String value) throws Exception {
         return refused(name, Map.of(property, value));
     }

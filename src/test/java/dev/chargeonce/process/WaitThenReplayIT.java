@@ -152,7 +152,7 @@ class WaitThenReplayIT {
                 activeConnections, threadsWaiting, threadsBefore, done);
         assertEquals(0, done, "no waiter was answered before the first request finished");
         assertEquals(WAITERS, replays, "every waiter's answer is a replay");
-        assertEquals(1, env.stripe.intentsForKey(dev.chargeonce.stripe.StripeKeys.identity(TestClients.ACME, key)).size());
+        assertEquals(1, env.stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key)).size());
         assertTrue(activeConnections <= 4, "waiters hold no database connection: " + activeConnections + " active");
         assertTrue(threadsWaiting < threadsBefore + WAITERS / 4, "waiters hold no platform thread each: " + threadsWaiting
                 + " live threads with " + WAITERS / 2 + " waiting per instance, " + threadsBefore + " before");

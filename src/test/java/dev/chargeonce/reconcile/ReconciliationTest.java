@@ -108,8 +108,8 @@ class ReconciliationTest {
         String ghostKey = "ghost-" + UUID.randomUUID();
         long now = Instant.now().getEpochSecond();
         stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=succeeded&metadata[chargeonce_key]="
-                + StripeKeys.identity(ACME, ghostKey) + "&metadata[chargeonce_client_id]=" + ACME);
-        String ghost = stripe.ledger().stream().filter(pi -> StripeKeys.identity(ACME, ghostKey)
+                + dev.chargeonce.testing.TestKeys.identity(ACME, ghostKey) + "&metadata[chargeonce_client_id]=" + ACME);
+        String ghost = stripe.ledger().stream().filter(pi -> dev.chargeonce.testing.TestKeys.identity(ACME, ghostKey)
                 .equals(pi.path("metadata").path("chargeonce_key").asText())).findFirst().orElseThrow().get("id").asText();
         try {
             ReconciliationStore.Run first = reconcileLastHour();
@@ -148,10 +148,10 @@ class ReconciliationTest {
         String charge = charge(ACME_KEY, key, VISA).then().statusCode(201).extract().path("id");
         long now = Instant.now().getEpochSecond();
         stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=succeeded&metadata[chargeonce_key]="
-                + StripeKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME);
+                + dev.chargeonce.testing.TestKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME);
         try {
             reconcileLastHour();
-            Map<String, Object> duplicate = findingAbout("duplicate_payment_intents", StripeKeys.identity(ACME, key));
+            Map<String, Object> duplicate = findingAbout("duplicate_payment_intents", dev.chargeonce.testing.TestKeys.identity(ACME, key));
             assertNotNull(duplicate, "two payments for one key");
             assertEquals(charge, duplicate.get("rowId"));
             String metrics = Management.given().get("/q/metrics").then().extract().asString();
@@ -172,7 +172,7 @@ class ReconciliationTest {
         // A refund of a key this service never saw (with its metadata), and one made in the Dashboard (without).
         String ghostKey = "ghost-refund-" + UUID.randomUUID();
         String ghost = stripe.refundOutsideTheService(paymentIntent, "&amount=100&metadata[chargeonce_key]="
-                + StripeKeys.refundIdentity(ACME, ghostKey)).get("id").asText();
+                + dev.chargeonce.testing.TestKeys.refundIdentity(ACME, ghostKey)).get("id").asText();
         stripe.refundOutsideTheService(paymentIntent, "&amount=200");
 
         ReconciliationStore.Run run = reconcileLastHour();
@@ -190,7 +190,7 @@ class ReconciliationTest {
         // Stripe has the payment (outside the window the driver's lookup could trust): reconciliation finds it.
         long now = Instant.now().getEpochSecond();
         stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=succeeded&metadata[chargeonce_key]="
-                + StripeKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME);
+                + dev.chargeonce.testing.TestKeys.identity(ACME, key) + "&metadata[chargeonce_client_id]=" + ACME);
         try {
             charge(ACME_KEY, key, VISA).then().statusCode(503);
             reconcileLastHour();
@@ -260,9 +260,9 @@ class ReconciliationTest {
         while (chargeId == null) {
             assertTrue(System.nanoTime() < until, "the charge was never claimed");
             try (java.sql.Connection c = primary.getConnection();
-                 java.sql.PreparedStatement ps = c.prepareStatement("SELECT id FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                 java.sql.PreparedStatement ps = c.prepareStatement("SELECT id FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?")) {
                 ps.setString(1, ACME);
-                ps.setString(2, key);
+                ps.setString(2, dev.chargeonce.testing.TestKeys.identity(ACME, key));
                 try (java.sql.ResultSet rs = ps.executeQuery()) {
                     chargeId = rs.next() ? rs.getString(1) : null;
                 }
@@ -291,7 +291,7 @@ class ReconciliationTest {
         String chargeId = dev.chargeonce.testing.TestRows.parkedCharge(primary, ACME, ACME_KEY, key, VISA); // claimed 25 h ago
         long paid = Instant.now().getEpochSecond() - (25 + 30) * 3600; // 30 h before the claim
         stripe.seed("count=1&created_from=" + paid + "&created_to=" + paid + "&status=succeeded&metadata[chargeonce_key]="
-                + StripeKeys.identity(ACME, key));
+                + dev.chargeonce.testing.TestKeys.identity(ACME, key));
         try {
             int generation = operator().get("/admin/v1/rows/charge/" + chargeId).then().extract().path("row.leaseGeneration");
             Response refused = operator().contentType(ContentType.JSON).body(Map.of("lease_gen", generation, "reason", "nothing since the claim"))
@@ -310,7 +310,7 @@ class ReconciliationTest {
         String chargeId = dev.chargeonce.testing.TestRows.parkedCharge(primary, ACME, ACME_KEY, key, VISA);
         long now = Instant.now().getEpochSecond();
         stripe.seed("count=1&created_from=" + now + "&created_to=" + now + "&status=succeeded&metadata[chargeonce_key]="
-                + StripeKeys.identity(ACME, key));
+                + dev.chargeonce.testing.TestKeys.identity(ACME, key));
         try {
             int generation = operator().get("/admin/v1/rows/charge/" + chargeId).then().extract().path("row.leaseGeneration");
             Response refused = operator().contentType(ContentType.JSON).body(Map.of("lease_gen", generation, "reason", "I think nothing"))

@@ -75,7 +75,7 @@ class RetentionJobTest {
                     stripe_identity)
                 VALUES (?, 'retention-test', ?, 'f', '{}', 100, 'usd', ?, ?, ?, ?, ?, now() - ?::interval, ?, ?, ?)""")) {
             ps.setString(1, id);
-            ps.setString(2, key);
+            ps.setString(2, null); // keys are not stored
             ps.setString(3, status);
             ps.setObject(4, finished ? null : java.sql.Timestamp.from(java.time.Instant.now().plusSeconds(3600)));
             ps.setObject(5, finished ? 201 : null);
@@ -84,7 +84,7 @@ class RetentionJobTest {
             ps.setString(8, age);
             ps.setString(9, chargeStatus);
             ps.setString(10, chargeStatus == null ? null : "pi_" + id.substring(4));
-            ps.setString(11, dev.chargeonce.stripe.StripeKeys.identity("retention-test", key));
+            ps.setString(11, dev.chargeonce.testing.TestKeys.identity("retention-test", key));
             ps.executeUpdate();
         }
         return id;
@@ -99,13 +99,13 @@ class RetentionJobTest {
                         ?, ?, ?)""")) {
             ps.setString(1, "rfd_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
             ps.setString(2, chargeId);
-            ps.setString(3, key);
+            ps.setString(3, null); // keys are not stored
             ps.setString(4, status);
             ps.setString(5, age);
             ps.setString(6, age);
             ps.setString(7, refundStatus);
             ps.setString(8, "re_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
-            ps.setString(9, dev.chargeonce.stripe.StripeKeys.refundIdentity("retention-test", key));
+            ps.setString(9, dev.chargeonce.testing.TestKeys.refundIdentity("retention-test", key));
             ps.executeUpdate();
         }
     }
@@ -116,8 +116,9 @@ class RetentionJobTest {
 
     private long count(String table, String key) throws Exception {
         try (Connection c = primary.getConnection();
-             PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + table + " WHERE idempotency_key = ?")) {
-            ps.setString(1, key);
+             PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + table + " WHERE stripe_identity = ?")) {
+            ps.setString(1, table.equals("stripe_refunds") ? dev.chargeonce.testing.TestKeys.refundIdentity("retention-test", key)
+                    : dev.chargeonce.testing.TestKeys.identity("retention-test", key));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getLong(1);

@@ -38,8 +38,8 @@ class StuckRowsTest {
                 VALUES (?, 'stuck-test', ?, 'f', '{}', 1, 'usd', 'processing', 240, now() + interval '20 seconds',
                         now() - interval '40 minutes', now() - interval '40 minutes', ?)""")) {
             ps.setString(1, id);
-            ps.setString(2, id);
-            ps.setString(3, dev.chargeonce.stripe.StripeKeys.identity("stuck-test", id));
+            ps.setString(2, null);
+            ps.setString(3, dev.chargeonce.testing.TestKeys.identity("stuck-test", id));
             ps.executeUpdate();
         }
         try {

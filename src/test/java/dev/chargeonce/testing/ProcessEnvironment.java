@@ -40,6 +40,7 @@ public final class ProcessEnvironment implements AutoCloseable {
         config.put("chargeonce.stripe.api-base", stripe.baseUrl());
         config.put("chargeonce.auth.clients", TestClients.config());
         config.put("chargeonce.stripe.webhook-secret", PostgresAndSandbox.WEBHOOK_SECRET);
+        config.putAll(TestKeys.config());
         // Tests that count Stripe's requests must not see the reconciliation's lists; those that test it enable it.
         config.put("chargeonce.reconciliation.enabled", "false");
         return config;
@@ -90,7 +91,7 @@ public final class ProcessEnvironment implements AutoCloseable {
      */
     public void awaitStripeCharged(String clientId, String idempotencyKey, java.time.Duration timeout)
             throws InterruptedException {
-        String identity = dev.chargeonce.stripe.StripeKeys.identity(clientId, idempotencyKey);
+        String identity = dev.chargeonce.testing.TestKeys.identity(clientId, idempotencyKey);
         long deadline = System.nanoTime() + timeout.toNanos();
         while (stripe.executing() > 0 || stripe.intentsForKey(identity).isEmpty()) {
             if (System.nanoTime() > deadline) {
@@ -104,8 +105,9 @@ public final class ProcessEnvironment implements AutoCloseable {
     /** The status of the row of this Idempotency-Key, or null when there is none. */
     public String rowStatus(String idempotencyKey) throws SQLException {
         try (Connection c = connect(); java.sql.PreparedStatement ps = c.prepareStatement(
-                "SELECT status FROM stripe_intents WHERE idempotency_key = ?")) {
-            ps.setString(1, idempotencyKey);
+                "SELECT status FROM stripe_intents WHERE stripe_identity IN (?, ?)")) {
+            ps.setString(1, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.ACME, idempotencyKey));
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.GLOBEX, idempotencyKey));
             try (java.sql.ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? rs.getString(1) : null;
             }

@@ -36,14 +36,14 @@ public final class SandboxControl {
     /** PaymentIntents of one (client, Idempotency-Key), whichever row or attempt made them (see StripeSandbox#intentsForKey). */
     public List<JsonNode> intentsFor(String clientId, String idempotencyKey) {
         List<JsonNode> out = new ArrayList<>();
-        get("/_sandbox/ledger?key=" + dev.chargeonce.stripe.StripeKeys.identity(clientId, idempotencyKey)).get("data").forEach(out::add);
+        get("/_sandbox/ledger?key=" + dev.chargeonce.testing.TestKeys.identity(clientId, idempotencyKey)).get("data").forEach(out::add);
         return out;
     }
 
     /** Refunds of one (client, refund Idempotency-Key) at Stripe, whichever row or attempt made them. */
     public List<JsonNode> refundsFor(String clientId, String idempotencyKey) {
         List<JsonNode> out = new ArrayList<>();
-        get("/_sandbox/refunds?key=" + dev.chargeonce.stripe.StripeKeys.refundIdentity(clientId, idempotencyKey))
+        get("/_sandbox/refunds?key=" + dev.chargeonce.testing.TestKeys.refundIdentity(clientId, idempotencyKey))
                 .get("data").forEach(out::add);
         return out;
     }

@@ -401,9 +401,9 @@ class WebhookTest {
 
     private String rowStatus(String key) throws Exception {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "SELECT status FROM stripe_intents WHERE client_id = ? AND idempotency_key = ?")) {
+                "SELECT status FROM stripe_intents WHERE client_id = ? AND stripe_identity = ?")) {
             ps.setString(1, ACME);
-            ps.setString(2, key);
+            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(ACME, key));
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? rs.getString(1) : null;
             }

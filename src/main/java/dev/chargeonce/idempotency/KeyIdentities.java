@@ -1,0 +1,186 @@
+package dev.chargeonce.idempotency;
+
+import jakarta.enterprise.context.ApplicationScoped;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+
+/**
+ * A key's identity: what its row is found by (unique with the client) and what Stripe sees of it (the
+ * {@code chargeonce_key} metadata and, with the attempt, the Stripe idempotency key). The database stores this, never
+ * the key: a dump of {@code stripe_intents} tells nothing of the keys clients sent, not even a guessable one
+ * ({@code order-1234}), because the identity is a keyed hash and the secret is not in the database.
+ *
+ * <p>Versions: {@code 0} is the unkeyed SHA-256 of {@code [refund\n]client\nkey} (48 hex digits) that releases
+ * before V1.13.0 wrote; {@code n ≥ 1} is {@code k<n>-} followed by 48 hex digits of HMAC-SHA256 under secret
+ * {@code n} of the same text. The version is part of the identity, so every row says which secret made it.
+ *
+ * <p>New rows are written under one version ({@code key-hash-version}); rows written under the others in
+ * {@code key-hash-read-versions} are still found (a dual read), so a new secret never turns a retry of an older key
+ * into a second charge. A row keeps the identity it was claimed under for life: its Stripe keys are derived from the
+ * stored identity, never recomputed. How to move a fleet from one version to another without downtime is in the
+ * README ("Keys stored hashed").
+ */
+@ApplicationScoped
+@io.quarkus.runtime.Startup // a configuration without its secret stops the start, not the first claim
+public class KeyIdentities {
+
+    /** The version of releases before V1.13.0: no secret. */
+    public static final int UNKEYED = 0;
+    private static final int SECRET_MIN_BYTES = 32;
+    private static final HexFormat HEX = HexFormat.of();
+
+    private final int writeVersion;
+    /** Write version first, then each read version: the identities a lookup tries. */
+    private final List<Integer> lookupVersions;
+    private final Map<Integer, byte[]> secrets;
+    private final boolean mixedWriters;
+
+    @jakarta.inject.Inject
+    KeyIdentities(IdempotencyConfig config) {
+        this(config.keyHashVersion().orElseThrow(() -> new IllegalStateException(
+                        "set chargeonce.idempotency.key-hash-version (CHARGEONCE_KEY_HASH_VERSION): 1 for a new installation,"
+                        + " 0 for the first rollout over a fleet of a release before V1.13.0 (README, \"Keys stored hashed\")")),
+                parseVersions(config.keyHashReadVersions()),
+                parseSecrets(config.keyHashSecrets().orElse(List.of())), config.keyHashMixedWriters());
+    }
+
+    /** For tests and tools: the identities of a configuration, checked as at start-up. */
+    public KeyIdentities(int writeVersion, List<Integer> readVersions, Map<Integer, byte[]> secrets, boolean mixedWriters) {
+        List<Integer> lookup = new ArrayList<>();
+        lookup.add(writeVersion);
+        for (int v : readVersions) {
+            if (!lookup.contains(v)) {
+                lookup.add(v);
+            }
+        }
+        for (int v : lookup) {
+            if (v < 0) {
+                throw new IllegalStateException("chargeonce.idempotency.key-hash-version and -read-versions are 0 or more: " + v);
+            }
+            if (v != UNKEYED && !secrets.containsKey(v)) {
+                throw new IllegalStateException("no secret for key hash version " + v + ": add " + v
+                        + ":<base64 of at least " + SECRET_MIN_BYTES + " random bytes> to chargeonce.idempotency.key-hash-secrets"
+                        + " (CHARGEONCE_KEY_HASH_SECRETS; README, \"Keys stored hashed\")");
+            }
+        }
+        this.writeVersion = writeVersion;
+        this.lookupVersions = List.copyOf(lookup);
+        this.secrets = Map.copyOf(secrets);
+        this.mixedWriters = mixedWriters;
+    }
+
+    /** The identity new rows of this key get: under the write version. */
+    public String of(Operation op, String clientId, IdempotencyKey key) {
+        return compute(writeVersion, secrets.get(writeVersion), op, clientId, key.value());
+    }
+
+    /** Every identity the key's row may have, the write version's first: one when no other version is read. */
+    public List<String> lookup(Operation op, String clientId, IdempotencyKey key) {
+        if (lookupVersions.size() == 1) {
+            return List.of(of(op, clientId, key));
+        }
+        List<String> all = new ArrayList<>(lookupVersions.size());
+        for (int v : lookupVersions) {
+            all.add(compute(v, secrets.get(v), op, clientId, key.value()));
+        }
+        return all;
+    }
+
+    /** Whether a key's row may have an identity other than the write version's (then lookups try them all). */
+    public boolean dualRead() {
+        return lookupVersions.size() > 1;
+    }
+
+    /**
+     * Whether instances writing another version may be claiming now (a rollout of a new version): then a new key's
+     * claim first takes a lock named by {@link #lockName}, the same for every version, so that two claims of one key
+     * under two versions take turns instead of inserting two rows (their identities differ, so the unique index
+     * cannot tell them apart).
+     */
+    public boolean mixedWriters() {
+        return mixedWriters;
+    }
+
+    /**
+     * The name of a key's claim lock while writers differ: from the identity under the lowest version this instance
+     * looks up, which every instance of a rollout knows (both steps read the old and the new version).
+     */
+    public int lockName(Operation op, String clientId, IdempotencyKey key) {
+        int lowest = lookupVersions.stream().mapToInt(Integer::intValue).min().orElseThrow();
+        String identity = compute(lowest, secrets.get(lowest), op, clientId, key.value());
+        String hex = identity.substring(identity.length() - 8);
+        return (int) Long.parseLong(hex, 16);
+    }
+
+    /** The identity of {@code key} under {@code version} (whose secret is {@code secret}; null for version 0). */
+    public static String compute(int version, byte[] secret, Operation op, String clientId, String key) {
+        String text = (op == Operation.REFUND ? "refund\n" : "") + clientId + '\n' + key;
+        if (version == UNKEYED) {
+            return Fingerprint.sha256Hex(text).substring(0, 48);
+        }
+        try {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(new SecretKeySpec(secret, "HmacSHA256"));
+            return "k" + version + "-" + HEX.formatHex(mac.doFinal(text.getBytes(StandardCharsets.UTF_8))).substring(0, 48);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is missing from this JDK", e);
+        }
+    }
+
+    /** {@code 1:<base64>,2:<base64>}: each version's secret, at least 32 bytes once decoded. */
+    public static Map<Integer, byte[]> parseSecrets(List<String> entries) {
+        Map<Integer, byte[]> secrets = new LinkedHashMap<>();
+        for (String entry : entries) {
+            String trimmed = entry.trim();
+            if (trimmed.isEmpty()) {
+                continue;
+            }
+            int colon = trimmed.indexOf(':');
+            int version;
+            byte[] secret;
+            try {
+                version = Integer.parseInt(trimmed.substring(0, Math.max(colon, 0)));
+                secret = Base64.getDecoder().decode(trimmed.substring(colon + 1));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalStateException("chargeonce.idempotency.key-hash-secrets: each entry is <version>:<base64>"
+                        + " (the entry at position " + (secrets.size() + 1) + " is not)");
+            }
+            if (version < 1) {
+                throw new IllegalStateException("chargeonce.idempotency.key-hash-secrets: versions start at 1 (0 has no secret)");
+            }
+            if (secret.length < SECRET_MIN_BYTES) {
+                throw new IllegalStateException("chargeonce.idempotency.key-hash-secrets: version " + version + "'s secret has "
+                        + secret.length + " bytes; use at least " + SECRET_MIN_BYTES + " random ones (openssl rand -base64 32)");
+            }
+            if (secrets.put(version, secret) != null) {
+                throw new IllegalStateException("chargeonce.idempotency.key-hash-secrets: version " + version + " twice");
+            }
+        }
+        return secrets;
+    }
+
+    /** {@code none}, or versions separated by commas. */
+    static List<Integer> parseVersions(String versions) {
+        List<Integer> parsed = new ArrayList<>();
+        if (versions.isBlank() || versions.trim().equals("none")) {
+            return parsed;
+        }
+        for (String v : versions.split(",")) {
+            try {
+                parsed.add(Integer.parseInt(v.trim()));
+            } catch (NumberFormatException e) {
+                throw new IllegalStateException("chargeonce.idempotency.key-hash-read-versions: 'none' or versions separated"
+                        + " by commas, not '" + versions + "'");
+            }
+        }
+        return parsed;
+    }
+}
