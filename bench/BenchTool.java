@@ -64,12 +64,14 @@ public class BenchTool {
         /** A 48-character identity per key, as the service stores (a hash of client and key; any unique value will do). */
         static final String IDENTITY_OF_K = "lpad(CAST(:k AS text), 48, 'f')";
         /**
-         * The identity of a bulk-loaded row (bench/sql/bulk_rows.sql), as the service derives it: its SHA-256 is part
+         * The identity of a bulk-loaded row (bench/sql/bulk_rows.sql), as the service derives it: its HMAC is part
          * of what the replay reference costs PostgreSQL here (a microsecond or two), where the service computes it.
          */
-        static final String IDENTITY_OF_BULK_I = "substr(encode(sha256(convert_to(:bench_client || chr(10) || 'bulk-' || CAST(:i AS text), 'UTF8')), 'hex'), 1, 48)";
-        static final String IDENTITY_OF_BULK_REFUND_I = "substr(encode(sha256(convert_to('refund' || chr(10) || :bench_client || chr(10) || 'rbulk-' || CAST(:i AS text), 'UTF8')), 'hex'), 1, 48)";
+        static final String IDENTITY_OF_BULK_I = "'k1-' || substr(encode(hmac(convert_to(:bench_client || chr(10) || 'bulk-' || CAST(:i AS text), 'UTF8'), decode(:key_secret, 'base64'), 'sha256'), 'hex'), 1, 48)";
+        static final String IDENTITY_OF_BULK_REFUND_I = "'k1-' || substr(encode(hmac(convert_to('refund' || chr(10) || :bench_client || chr(10) || 'rbulk-' || CAST(:i AS text), 'UTF8'), decode(:key_secret, 'base64'), 'sha256'), 'hex'), 1, 48)";
         static final String HORIZON_MS = "82800000";
+        /** bench/run.sh's KEY_SECRET: the secret the service hashes keys with (KeyIdentities, version 1). */
+        static final String KEY_SECRET = "Y2hhcmdlb25jZSBiZW5jaCBrZXkgaGFzaCBzZWNyZXQsIHYx";
 
         static void write(Path source, Path dir) throws IOException {
             Statements store = new Statements(source);
@@ -83,12 +85,12 @@ public class BenchTool {
             Files.writeString(dir.resolve("defines.txt"), String.join("\n",
                     "request=" + REQUEST, "response=" + RESPONSE, "fingerprint=" + FINGERPRINT, "pgbench_client=pgbench",
                     "bench_client=bench", "usd=usd", "completed=completed", "succeeded=succeeded",
-                    "refund_request=" + REFUND_REQUEST, "refund_response=" + REFUND_RESPONSE) + "\n");
+                    "refund_request=" + REFUND_REQUEST, "refund_response=" + REFUND_RESPONSE, "key_secret=" + KEY_SECRET) + "\n");
 
             // claim + finish of a new payment: what the database does for every new charge.
             String pair = "\\set k random(1, 9000000000000000000)\n"
                     + bind(claim, List.of(HORIZON_MS, IDENTITY_OF_K, ":pgbench_client",
-                    "'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "'pgb-' || CAST(:k AS text)",
+                    "'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "NULL" /* keys are not stored */,
                     ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_K, "NULL")).strip()
                     + "\n\\gset\n"
                     + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":succeeded",
@@ -98,7 +100,7 @@ public class BenchTool {
             // the replay: the same claim statement finding a finished row (rows from bench/sql/bulk_rows.sql).
             String replay = "\\set i 10 * random(0, :replay_rows - 1)\n"
                     + bind(claim, List.of(HORIZON_MS, IDENTITY_OF_BULK_I, ":bench_client",
-                    "'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "'bulk-' || CAST(:i AS text)",
+                    "'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "NULL",
                     ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_BULK_I, "NULL")).strip() + ";\n";
             Files.writeString(dir.resolve("replay.sql"), replay);
 
@@ -125,7 +127,7 @@ public class BenchTool {
                         + "BEGIN;\n"
                         + bind(lock, List.of(charge, ":pgbench_client")).strip() + ";\n"
                         + bind(claimRefund, List.of("'rfd_pgb' || CAST(:k AS text)", charge, ":pgbench_client",
-                        "'pgbr-' || CAST(:k AS text)", ":fingerprint", ":refund_request", "1", ":usd", LEASE_MS, LEASE_MS,
+                        "NULL", ":fingerprint", ":refund_request", "1", ":usd", LEASE_MS, LEASE_MS,
                         "lpad(CAST(:k AS text), 48, 'r')", HORIZON_MS)).strip() + "\n\\gset r_\n"
                         + bind(reserve, List.of("1", charge)).strip() + ";\n"
                         + "COMMIT;\n"

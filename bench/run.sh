@@ -58,6 +58,8 @@ REFUND_REPLAY_POOL=2000      # finished refunds rbulk-0..1999 (bench/sql/bulk_re
 PGB_REFUND_CHARGES=100000    # charges the pgbench refund reference spreads its refunds over
 HOT_CHARGE_AMOUNT=99999999   # the hot charges: the largest amount, room for every refund of a run
 API_KEY="sk_bench_0123456789"
+# The key-hash secret (version 1) the service is given: bench/sql computes the same identities for the rows it loads.
+KEY_SECRET="Y2hhcmdlb25jZSBiZW5jaCBrZXkgaGFzaCBzZWNyZXQsIHYx"
 OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
 
@@ -109,10 +111,13 @@ else
     "max_wal_size = 8GB" "checkpoint_timeout = 15min" "log_min_messages = warning" ${PG_EXTRA[@]+"${PG_EXTRA[@]}"}
 fi
 psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce"
+# hmac() for the identities bench/sql computes (KeyIdentities: HMAC-SHA256 under the secret)
+psql_at "$PG_PORT" chargeonce -c "CREATE EXTENSION pgcrypto"
 [ "$FOCUS" = 1 ] && psql_at "$PG_PORT" chargeonce -c "CREATE EXTENSION pg_stat_statements"
 # The schema the statements before issue 14 ran on (bench/sql/before/): the migrations up to V1.7.0 (Flyway's
 # files never change once released), in a database of its own on the same server.
 psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce_before"
+psql_at "$PG_PORT" chargeonce_before -c "CREATE EXTENSION pgcrypto"
 # the minimal pair's table (bench/BenchTool.java, minimal_pair.sql): a key and the answer, nothing else
 psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce_minimal"
 psql_at "$PG_PORT" chargeonce_minimal -c "CREATE TABLE bench_minimal (id text PRIMARY KEY, status text NOT NULL, body text)"
@@ -142,6 +147,7 @@ start_bg "$OUT/service.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dqu
   -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
   -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" \
   -Dchargeonce.auth.clients="bench:$(sha256_hex "$API_KEY")" -Dquarkus.log.console.json.enabled=false \
+  -Dchargeonce.idempotency.key-hash-version=1 -Dchargeonce.idempotency.key-hash-secrets="1:$KEY_SECRET" \
   -Dchargeonce.reconciliation.enabled=false -Dchargeonce.webhooks.catch-up-enabled=false \
   -jar "$SERVICE_JAR"
 SVC_PID=$LAST_PID
@@ -206,7 +212,9 @@ pgbench_run() { # pgbench_run <result name> <script> <clients> <seconds> [replay
   log "  $name: $(grep -E '^tps' "$OUT/$name.txt" | head -1)"
 }
 bulk_load() { # bulk_load <from> <upto> [database]
-  psql_at "$PG_PORT" "${3:-chargeonce}" -v from="$1" -v upto="$2" -f bench/sql/bulk_rows.sql
+  # the schema before issue 14 finds rows by their key (stored) and its unkeyed hash: no secret there
+  local secret="$KEY_SECRET"; [ "${3:-chargeonce}" = chargeonce_before ] && secret=""
+  psql_at "$PG_PORT" "${3:-chargeonce}" -v from="$1" -v upto="$2" -v key_secret="$secret" -f bench/sql/bulk_rows.sql
   psql_at "$PG_PORT" "${3:-chargeonce}" -c "VACUUM ANALYZE stripe_intents"
   # the load dirtied a gigabyte of pages: write them now, not during the measurement that follows (a checkpoint in
   # the middle of it measures the disk, and makes every page the run touches first a full-page image in the WAL)
@@ -224,7 +232,7 @@ refund_pool() {
   [ "$(wc -l <"$WORK_DIR/$name.pis")" -eq "$count" ] || die "the stand-in seeded $(wc -l <"$WORK_DIR/$name.pis") of $count PaymentIntents"
   if [ "$target" = svc ]; then
     psql_at "$PG_PORT" chargeonce -c "TRUNCATE bench_pool" -c "\\copy bench_pool FROM '$WORK_DIR/$name.pis'"
-    psql_at "$PG_PORT" chargeonce -v client=bench -v prefix="$name" -v amount=1000 -f bench/sql/refund_charges.sql
+    psql_at "$PG_PORT" chargeonce -v client=bench -v prefix="$name" -v amount=1000 -v key_secret="$KEY_SECRET" -f bench/sql/refund_charges.sql
   fi
   # the ids bench/sql/refund_charges.sql gives them: chg_ + the name's letters and digits (12, padded with x) + n (12 digits)
   awk -v p="$name" 'BEGIN { gsub(/[^A-Za-z0-9]/, "", p); p = substr(p, 1, 12); while (length(p) < 12) p = p "x" }
@@ -325,12 +333,12 @@ REPLAY_POOL=20000   # bulk rows 0..19999; every 10th (2,000 keys) belongs to cli
 bulk_load 0 "$REPLAY_POOL"
 bulk_load 0 "$REPLAY_POOL" chargeonce_before
 # Refunds: finished refunds to replay (with their charges); the pgbench reference's charges, many and one hot.
-psql_at "$PG_PORT" chargeonce -v from=0 -v upto="$REFUND_REPLAY_POOL" -f bench/sql/bulk_refunds.sql
+psql_at "$PG_PORT" chargeonce -v from=0 -v upto="$REFUND_REPLAY_POOL" -v key_secret="$KEY_SECRET" -f bench/sql/bulk_refunds.sql
 psql_at "$PG_PORT" chargeonce -c "CREATE UNLOGGED TABLE bench_pool (n integer, pi text)" \
   -c "INSERT INTO bench_pool SELECT n, 'pi_pgbref_' || n FROM generate_series(0, $PGB_REFUND_CHARGES - 1) n"
-psql_at "$PG_PORT" chargeonce -v client=pgbench -v prefix=pgbref -v amount="$HOT_CHARGE_AMOUNT" -f bench/sql/refund_charges.sql
+psql_at "$PG_PORT" chargeonce -v client=pgbench -v prefix=pgbref -v amount="$HOT_CHARGE_AMOUNT" -v key_secret="$KEY_SECRET" -f bench/sql/refund_charges.sql
 psql_at "$PG_PORT" chargeonce -c "TRUNCATE bench_pool" -c "INSERT INTO bench_pool VALUES (0, 'pi_pgbhot_0')"
-psql_at "$PG_PORT" chargeonce -v client=pgbench -v prefix=pgbhot -v amount="$HOT_CHARGE_AMOUNT" -f bench/sql/refund_charges.sql
+psql_at "$PG_PORT" chargeonce -v client=pgbench -v prefix=pgbhot -v amount="$HOT_CHARGE_AMOUNT" -v key_secret="$KEY_SECRET" -f bench/sql/refund_charges.sql
 psql_at "$PG_PORT" chargeonce -c "VACUUM ANALYZE stripe_intents" -c "VACUUM ANALYZE stripe_refunds"
 # JIT warm-up: on 2 busy cores C2 needs tens of seconds for the service's many paths (JSON, pgjdbc, Agroal, the
 # Stripe SDK); measured before that, the first scenario would report the compiler, not the service.

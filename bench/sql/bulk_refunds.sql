@@ -7,14 +7,15 @@ INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request
                             status, lease_gen, lease_until, stripe_attempt, stripe_key_first_sent, payment_intent_id,
                             charge_status, response_status, response_body, created_at, updated_at, finished_at,
                             stripe_identity)
-SELECT c.id, 'bench', 'rbulk-charge-' || c.n,
+SELECT c.id, 'bench', CASE WHEN :'key_secret' = '' THEN 'rbulk-charge-' || c.n END,
        encode(sha256(convert_to('POST /v1/charges' || chr(10) || c.request, 'UTF8')), 'hex'),
        c.request, 1000, 1, 'usd', 'completed', 1, NULL, 1, c.created_at, c.pi, 'succeeded', 201,
        '{"id":"' || c.id || '","object":"charge","status":"succeeded","amount":1000,"currency":"usd",'
          || '"payment_method":"pm_card_visa","customer":null,"description":null,"metadata":{},'
          || '"payment_intent":"' || c.pi || '","created":' || extract(epoch FROM c.created_at)::bigint || '}',
        c.created_at, c.created_at + interval '180 milliseconds', c.created_at + interval '180 milliseconds',
-       substr(encode(sha256(convert_to('bench' || chr(10) || 'rbulk-charge-' || c.n, 'UTF8')), 'hex'), 1, 48)
+       CASE WHEN :'key_secret' = '' THEN substr(encode(sha256(convert_to('bench' || chr(10) || 'rbulk-charge-' || c.n, 'UTF8')), 'hex'), 1, 48)
+            ELSE 'k1-' || substr(encode(hmac(convert_to('bench' || chr(10) || 'rbulk-charge-' || c.n, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END
   FROM (SELECT n, 'chg_rbulk' || lpad(n::text, 19, '0') AS id, 'pi_rb' || substr(md5('pi' || n), 1, 19) AS pi,
                '{"amount":1000,"currency":"usd","payment_method":"pm_card_visa"}' AS request,
                now() - interval '2 days' - (n % 86400) * interval '1 second' AS created_at
@@ -24,12 +25,13 @@ INSERT INTO stripe_refunds (id, charge_id, client_id, idempotency_key, fingerpri
                             lease_gen, lease_until, stripe_attempt, stripe_key_first_sent, stripe_refund_id,
                             refund_status, stripe_identity, response_status, response_body, created_at, updated_at,
                             finished_at)
-SELECT r.id, r.charge_id, 'bench', 'rbulk-' || r.n,
+SELECT r.id, r.charge_id, 'bench', CASE WHEN :'key_secret' = '' THEN 'rbulk-' || r.n END,
        encode(sha256(convert_to('POST /v1/charges/' || r.charge_id || '/refunds' || chr(10) || '{"amount":1}', 'UTF8')), 'hex'),
        '{"amount":1,"charge":"' || r.charge_id || '","currency":"usd","metadata":{},"payment_intent":"' || r.pi || '"}',
        1, 'usd', 'completed', 1, NULL, 1, r.created_at, r.re, 'succeeded',
-       -- the refund key's identity as the service computes it (IdempotencyKey#identity): how a replay finds the row
-       substr(encode(sha256(convert_to('refund' || chr(10) || 'bench' || chr(10) || 'rbulk-' || r.n, 'UTF8')), 'hex'), 1, 48), 201,
+       -- the refund key's identity as the service computes it (KeyIdentities): how a replay finds the row
+       CASE WHEN :'key_secret' = '' THEN substr(encode(sha256(convert_to('refund' || chr(10) || 'bench' || chr(10) || 'rbulk-' || r.n, 'UTF8')), 'hex'), 1, 48)
+            ELSE 'k1-' || substr(encode(hmac(convert_to('refund' || chr(10) || 'bench' || chr(10) || 'rbulk-' || r.n, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END, 201,
        '{"id":"' || r.id || '","object":"refund","status":"succeeded","amount":1,"currency":"usd","charge":"'
          || r.charge_id || '","payment_intent":"' || r.pi || '","reason":null,"metadata":{},"stripe_refund":"' || r.re
          || '","created":' || extract(epoch FROM r.created_at)::bigint || '}',

@@ -7,7 +7,7 @@
 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
                             lease_gen, lease_until, stripe_attempt, stripe_key_first_sent, payment_intent_id,
                             response_status, response_body, created_at, updated_at, finished_at, stripe_identity)
-SELECT r.id, r.client_id, r.idempotency_key,
+SELECT r.id, r.client_id, CASE WHEN :'key_secret' = '' THEN r.idempotency_key END,
        encode(sha256(convert_to('POST /v1/charges' || chr(10) || r.request, 'UTF8')), 'hex'),
        r.request, r.amount, 'usd', r.status, 1, NULL, 1, r.created_at, r.pi,
        CASE r.status WHEN 'completed' THEN 201 ELSE 402 END,
@@ -22,8 +22,10 @@ SELECT r.id, r.client_id, r.idempotency_key,
              || '","payment_intent":"' || r.pi || '"}}'
        END,
        r.created_at, r.created_at + interval '180 milliseconds', r.created_at + interval '180 milliseconds',
-       -- the key's identity as the service computes it (IdempotencyKey#identity): how a replay finds the row
-       substr(encode(sha256(convert_to(r.client_id || chr(10) || r.idempotency_key, 'UTF8')), 'hex'), 1, 48)
+       -- the key's identity as the service computes it (KeyIdentities, version 1 under the bench's secret; version 0
+       -- for the schema before issue 14, whose statements find rows by the key): how a replay finds the row
+       CASE WHEN :'key_secret' = '' THEN substr(encode(sha256(convert_to(r.client_id || chr(10) || r.idempotency_key, 'UTF8')), 'hex'), 1, 48)
+            ELSE 'k1-' || substr(encode(hmac(convert_to(r.client_id || chr(10) || r.idempotency_key, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END
   FROM (SELECT 'chg_b' || substr(md5(n::text), 1, 23) AS id,
                CASE WHEN n % 10 = 0 THEN 'bench' ELSE 'client_' || lpad((n % 997)::text, 4, '0') END AS client_id,
                'bulk-' || n AS idempotency_key,

@@ -507,8 +507,8 @@ public class IdempotencyStore {
     private Claim claimUntimed(NewIntent intent, Duration keyHorizon) {
         // Three rounds at most: a round that neither read nor inserted lost a race with a concurrent claim of the
         // key (see CLAIM); the next one reads its row.
-        String identity = identities.of(intent.operation(), intent.clientId(), intent.key());
         List<String> lookup = identities.lookup(intent.operation(), intent.clientId(), intent.key());
+        String identity = lookup.get(0); // the write version's: what a new row gets
         for (int round = 0; round < 3; round++) {
             long acquired = System.nanoTime();
             Binder bind = ps -> {

@@ -41,6 +41,8 @@ public class KeyIdentities {
     /** Write version first, then each read version: the identities a lookup tries. */
     private final List<Integer> lookupVersions;
     private final Map<Integer, byte[]> secrets;
+    /** Each keyed version's MAC, initialized once: a claim clones it (cheaper than a provider lookup and a key setup). */
+    private final Map<Integer, Mac> macs = new java.util.HashMap<>();
     private final boolean mixedWriters;
 
     @jakarta.inject.Inject
@@ -71,6 +73,11 @@ public class KeyIdentities {
                         + " (CHARGEONCE_KEY_HASH_SECRETS; README, \"Keys stored hashed\")");
             }
         }
+        for (int v : lookup) {
+            if (v != UNKEYED) {
+                macs.put(v, newMac(secrets.get(v)));
+            }
+        }
         this.writeVersion = writeVersion;
         this.lookupVersions = List.copyOf(lookup);
         this.secrets = Map.copyOf(secrets);
@@ -79,7 +86,7 @@ public class KeyIdentities {
 
     /** The identity new rows of this key get: under the write version. */
     public String of(Operation op, String clientId, IdempotencyKey key) {
-        return compute(writeVersion, secrets.get(writeVersion), op, clientId, key.value());
+        return identity(writeVersion, op, clientId, key.value());
     }
 
     /** Every identity the key's row may have, the write version's first: one when no other version is read. */
@@ -89,7 +96,7 @@ public class KeyIdentities {
         }
         List<String> all = new ArrayList<>(lookupVersions.size());
         for (int v : lookupVersions) {
-            all.add(compute(v, secrets.get(v), op, clientId, key.value()));
+            all.add(identity(v, op, clientId, key.value()));
         }
         return all;
     }
@@ -115,21 +122,44 @@ public class KeyIdentities {
      */
     public int lockName(Operation op, String clientId, IdempotencyKey key) {
         int lowest = lookupVersions.stream().mapToInt(Integer::intValue).min().orElseThrow();
-        String identity = compute(lowest, secrets.get(lowest), op, clientId, key.value());
+        String identity = identity(lowest, op, clientId, key.value());
         String hex = identity.substring(identity.length() - 8);
         return (int) Long.parseLong(hex, 16);
     }
 
+    private String identity(int version, Operation op, String clientId, String key) {
+        if (version == UNKEYED) {
+            return compute(version, null, op, clientId, key);
+        }
+        try {
+            return keyed(version, (Mac) macs.get(version).clone(), op, clientId, key);
+        } catch (CloneNotSupportedException e) {
+            return compute(version, secrets.get(version), op, clientId, key);
+        }
+    }
+
     /** The identity of {@code key} under {@code version} (whose secret is {@code secret}; null for version 0). */
     public static String compute(int version, byte[] secret, Operation op, String clientId, String key) {
-        String text = (op == Operation.REFUND ? "refund\n" : "") + clientId + '\n' + key;
         if (version == UNKEYED) {
-            return Fingerprint.sha256Hex(text).substring(0, 48);
+            return Fingerprint.sha256Hex(text(op, clientId, key)).substring(0, 48);
         }
+        return keyed(version, newMac(secret), op, clientId, key);
+    }
+
+    private static String text(Operation op, String clientId, String key) {
+        return (op == Operation.REFUND ? "refund\n" : "") + clientId + '\n' + key;
+    }
+
+    private static String keyed(int version, Mac mac, Operation op, String clientId, String key) {
+        byte[] digest = mac.doFinal(text(op, clientId, key).getBytes(StandardCharsets.UTF_8));
+        return "k" + version + "-" + HEX.formatHex(digest, 0, 24);
+    }
+
+    private static Mac newMac(byte[] secret) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(secret, "HmacSHA256"));
-            return "k" + version + "-" + HEX.formatHex(mac.doFinal(text.getBytes(StandardCharsets.UTF_8))).substring(0, 48);
+            return mac;
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 is missing from this JDK", e);
         }

@@ -27,14 +27,16 @@ public final class ServiceProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     private final String name;
+    private final Path jar;
     private final int port;
     private final int managementPort;
     private final Map<String, String> config;
     private Process process;
     private int starts;
 
-    private ServiceProcess(String name, int port, Map<String, String> config) {
+    private ServiceProcess(String name, Path jar, int port, Map<String, String> config) {
         this.name = name;
+        this.jar = jar;
         this.port = port;
         this.managementPort = freePort();
         this.config = config;
@@ -45,7 +47,12 @@ public final class ServiceProcess implements AutoCloseable {
         if (!Files.exists(JAR)) {
             throw new IllegalStateException(JAR + " is missing: process tests run after `package` (mvn verify)");
         }
-        ServiceProcess service = new ServiceProcess(name, freePort(), new LinkedHashMap<>(config));
+        return start(name, JAR, config);
+    }
+
+    /** The same with another build of the service (its {@code quarkus-run.jar}): an earlier release, for an upgrade. */
+    public static ServiceProcess start(String name, Path jar, Map<String, String> config) {
+        ServiceProcess service = new ServiceProcess(name, jar, freePort(), new LinkedHashMap<>(config));
         service.startProcess();
         return service;
     }
@@ -55,7 +62,7 @@ public final class ServiceProcess implements AutoCloseable {
      * it becomes ready instead, or is still running after {@code timeout}.
      */
     public static String startExpectingRefusal(String name, Map<String, String> config, Duration timeout) {
-        try (ServiceProcess service = new ServiceProcess(name, freePort(), new LinkedHashMap<>(config))) {
+        try (ServiceProcess service = new ServiceProcess(name, JAR, freePort(), new LinkedHashMap<>(config))) {
             File log = service.launch();
             long deadline = System.nanoTime() + timeout.toNanos();
             while (service.process.isAlive() && System.nanoTime() < deadline) {
@@ -97,7 +104,7 @@ public final class ServiceProcess implements AutoCloseable {
         command.add("-Dquarkus.log.console.json.enabled=false");
         config.forEach((k, v) -> command.add("-D" + k + "=" + v));
         command.add("-jar");
-        command.add(JAR.toString());
+        command.add(jar.toString());
         File log = Path.of("target", "process-logs", name + "-" + (++starts) + ".log").toFile();
         log.getParentFile().mkdirs();
         try {

@@ -1,0 +1,203 @@
+package dev.chargeonce.process;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chargeonce.idempotency.KeyIdentities;
+import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.testing.ChargeClient;
+import dev.chargeonce.testing.PreviousRelease;
+import dev.chargeonce.testing.ProcessEnvironment;
+import dev.chargeonce.testing.ServiceProcess;
+import dev.chargeonce.testing.TestClients;
+import dev.chargeonce.testing.TestKeys;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Keys stored hashed, the upgrade (issue 16): the release before V1.13.0 (built from this repository's history) and
+ * this one against one database, through the README's steps, with the same keys sent to both at once in each step.
+ *
+ * <ol>
+ *   <li>the previous release alone (it stores keys and their unkeyed hash, version 0);
+ *   <li>step 1 beside it: this release writing version 0, reading version 1, mixed writers, on V1.13.0 (not V1.14.0);
+ *   <li>step 2 beside step 1 (the previous release stopped): this release writing version 1 and reading version 0,
+ *       with every migration (V1.14.0 erases the stored keys).
+ * </ol>
+ *
+ * Each key is charged once (one PaymentIntent at Stripe under any of its identities, one row), every retry of it,
+ * on any instance and in any later step, gets the first answer, and no key is left in the database.
+ */
+class RollingUpgradeIT {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String FIRST_FILE_OF_THE_CHANGE = "src/main/resources/db/migration/V1.13.0__keys_not_stored.sql";
+    private static final int KEYS_PER_STEP = 24;
+
+    final ChargeClient client = new ChargeClient(TestClients.ACME_KEY);
+    /** Every key sent, with the charge id of its first final answer. */
+    final Map<String, String> chargeOf = new java.util.concurrent.ConcurrentHashMap<>();
+
+    @Test
+    void thePreviousReleaseAndThisOneChargeEachKeyOnceThroughEveryStepOfTheUpgrade() throws Exception {
+        Path previousJar = PreviousRelease.jarBefore(FIRST_FILE_OF_THE_CHANGE);
+        try (ProcessEnvironment env = new ProcessEnvironment("upgrade");
+             ExecutorService pool = Executors.newFixedThreadPool(16)) {
+            Map<String, String> previousConfig = env.serviceConfig();
+            previousConfig.keySet().removeIf(k -> k.startsWith("chargeonce.idempotency.key-hash")); // it knows none
+            Map<String, String> stepOneConfig = env.serviceConfig();
+            stepOneConfig.putAll(Map.of("chargeonce.idempotency.key-hash-version", "0",
+                    "chargeonce.idempotency.key-hash-read-versions", "1",
+                    "chargeonce.idempotency.key-hash-mixed-writers", "true",
+                    "quarkus.flyway.migrate-at-start", "false"));
+            Map<String, String> stepTwoConfig = env.serviceConfig();
+            stepTwoConfig.putAll(Map.of("chargeonce.idempotency.key-hash-version", "1",
+                    "chargeonce.idempotency.key-hash-read-versions", "0",
+                    "chargeonce.idempotency.key-hash-mixed-writers", "true"));
+
+            try (ServiceProcess previous = ServiceProcess.start("upgrade-previous", previousJar, previousConfig)) {
+                List<String> before = chargeNewKeys(pool, List.of(previous, previous), "before");
+                assertEquals(KEYS_PER_STEP, countKeysStored(env), "the previous release stores the keys");
+                // Step 1 is this release without V1.14.0 (README): the database taken to V1.13.0, and no migration at start.
+                org.flywaydb.core.Flyway.configure()
+                        .dataSource(stepOneConfig.get("quarkus.datasource.jdbc.url"), "postgres", "postgres")
+                        .target(org.flywaydb.core.api.MigrationVersion.fromVersion("1.13.0")).load().migrate();
+                try (ServiceProcess stepOne = ServiceProcess.start("upgrade-step-1", stepOneConfig)) {
+                    chargeNewKeys(pool, List.of(previous, stepOne), "step1");
+                    replayAll(stepOne);
+                    previous.terminate(Duration.ofSeconds(30));
+                    try (ServiceProcess stepTwo = ServiceProcess.start("upgrade-step-2", stepTwoConfig)) {
+                        chargeNewKeys(pool, List.of(stepOne, stepTwo), "step2");
+                        replayAll(stepTwo);
+                        replayAll(stepOne);
+                        assertEquals(0, countKeysStored(env), "V1.14.0 erased the keys the previous release stored");
+                        for (String key : before) {
+                            assertEquals(identities(key).get(0), rowIdentity(env, key),
+                                    "a row claimed before the upgrade keeps its identity (its Stripe keys were derived from it)");
+                        }
+                    }
+                }
+            }
+            for (String key : chargeOf.keySet()) {
+                List<String> identities = identities(key);
+                int intents = 0;
+                for (String identity : identities) {
+                    intents += env.stripe.intentsForKey(identity).size();
+                }
+                assertEquals(1, intents, "one PaymentIntent for " + key + " under any of its identities");
+                assertEquals(1, rowsOf(env, identities), "one row for " + key);
+            }
+            System.out.printf("rolling upgrade: %d keys, each charged once, through the previous release and both steps%n",
+                    chargeOf.size());
+        }
+    }
+
+    /** New keys, each sent four times at once, two to each instance, then retried until final. */
+    private List<String> chargeNewKeys(ExecutorService pool, List<ServiceProcess> instances, String step) {
+        List<String> keys = new ArrayList<>();
+        List<CompletableFuture<Void>> sends = new ArrayList<>();
+        for (int i = 0; i < KEYS_PER_STEP; i++) {
+            String key = "order-" + step + "-" + i + "-" + UUID.randomUUID().toString().substring(0, 8);
+            keys.add(key);
+            for (int copy = 0; copy < 4; copy++) {
+                ServiceProcess instance = instances.get(copy % 2);
+                sends.add(CompletableFuture.runAsync(() -> finalAnswer(instance, key), pool));
+            }
+        }
+        sends.forEach(CompletableFuture::join);
+        return keys;
+    }
+
+    /** Every key sent so far, once more through {@code instance}: the first answer, as a replay. */
+    private void replayAll(ServiceProcess instance) {
+        for (String key : chargeOf.keySet()) {
+            ChargeClient.Answer again = client.post(instance.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30));
+            assertEquals(201, again.status(), key + ": " + again);
+            assertTrue(again.replayed(), key + " is a replay: " + again);
+            assertEquals(chargeOf.get(key), chargeId(again), key + ": the same charge");
+        }
+    }
+
+    /** Sends until the key's answer is final (a 409 says another request of it is in flight). */
+    private void finalAnswer(ServiceProcess instance, String key) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (System.nanoTime() < deadline) {
+            ChargeClient.Answer a = client.post(instance.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30));
+            if (a.status() == 201) {
+                String id = chargeId(a);
+                String first = chargeOf.putIfAbsent(key, id);
+                assertEquals(first == null ? id : first, id, key + ": every final answer names one charge");
+                return;
+            }
+            assertTrue(a.status() == 409 || a.status() == 503 || a.status() == -1, key + ": " + a);
+            sleep(100);
+        }
+        throw new AssertionError(key + " had no final answer within 60 s");
+    }
+
+    private static String chargeId(ChargeClient.Answer a) {
+        try {
+            return JSON.readTree(a.body()).get("id").asText();
+        } catch (java.io.IOException e) {
+            throw new AssertionError(a.body(), e);
+        }
+    }
+
+    /** The key's identities under versions 0 and 1, version 0 first. */
+    private static List<String> identities(String key) {
+        return List.of(KeyIdentities.compute(0, null, Operation.CHARGE, TestClients.ACME, key),
+                TestKeys.identity(TestClients.ACME, key));
+    }
+
+    private static long countKeysStored(ProcessEnvironment env) throws Exception {
+        try (Connection c = env.connect(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT count(*) FROM stripe_intents WHERE idempotency_key IS NOT NULL")) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private static String rowIdentity(ProcessEnvironment env, String key) throws Exception {
+        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
+                "SELECT stripe_identity FROM stripe_intents WHERE client_id = ? AND stripe_identity = ANY (?)")) {
+            ps.setString(1, TestClients.ACME);
+            ps.setArray(2, c.createArrayOf("text", identities(key).toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
+    }
+
+    private static int rowsOf(ProcessEnvironment env, List<String> identities) throws Exception {
+        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
+                "SELECT count(*) FROM stripe_intents WHERE client_id = ? AND stripe_identity = ANY (?)")) {
+            ps.setString(1, TestClients.ACME);
+            ps.setArray(2, c.createArrayOf("text", identities.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
