@@ -249,6 +249,11 @@ public class ChargeQueries {
         throw ApiException.invalidRequest("parameter_invalid", "limit must be an integer between 1 and " + MAX_LIMIT + ".", "limit");
     }
 
+    /** The charge as {@code GET /v1/charges/{id}} shows it, as JSON: what a Kafka command's later result carries. */
+    public static String viewJson(ChargeRecord record) {
+        return ChargeResponses.write(view(record));
+    }
+
     static Map<String, Object> view(ChargeRecord record) {
         // The charge's state at Stripe once known (it moves on after a 202); rows older than it, by their answer.
         String status = record.chargeStatus() != null ? record.chargeStatus().column() : switch (record.status()) {

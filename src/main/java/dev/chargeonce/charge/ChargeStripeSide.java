@@ -43,7 +43,7 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
      */
     @Override
     public void stateMoved(java.sql.Connection tx, String rowId) throws java.sql.SQLException {
-        store.queueLaterState(tx, rowId, record -> ChargeResponses.write(ChargeQueries.view(record)));
+        store.queueLaterState(tx, rowId, ChargeQueries::viewJson);
     }
 
     @Override

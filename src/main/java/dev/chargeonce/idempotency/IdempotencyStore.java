@@ -710,26 +710,46 @@ public class IdempotencyStore {
      * now, in this statement (the row is locked first, so a finish running meanwhile is either seen or sees the
      * origin). A row that has an origin is only read: its finish queues, or queued, the result.
      *
+     * <p>A row answered {@code 202} whose state moved before the command met it had nobody to tell then: its state
+     * now is queued too, in the same transaction ({@code render}: the charge as {@code GET /v1/charges/{id}} shows
+     * it), as the state it moves to later will be (the row is locked: a move waits, then sees the origin).
+     *
      * @return the row's origin before this statement (null: an HTTP claim) and whether it is still processing; empty
      *         when the key has no row
      */
-    public Optional<KeyOrigin> adoptForResults(String clientId, IdempotencyKey key, String origin) {
-        List<KeyOrigin> found = new ArrayList<>(1);
-        run(ADOPT_FOR_RESULTS, ps -> {
-            ps.setArray(1, ps.getConnection().createArrayOf("text", identities.lookup(Operation.CHARGE, clientId, key).toArray()));
-            ps.setString(2, clientId);
-            // An HTTP row has no key stored; a command's row keeps its event id: the key of its result records.
-            ps.setString(3, origin);
-            ps.setString(4, key.value());
-            ps.setString(5, key.value());
-            ps.setString(6, origin);
-        }, rs -> {
-            if (rs.next()) {
-                found.add(new KeyOrigin(rs.getString("id"), rs.getString("origin"),
-                        IntentStatus.fromColumn(rs.getString("status")) == IntentStatus.PROCESSING));
+    public Optional<KeyOrigin> adoptForResults(String clientId, IdempotencyKey key, String origin,
+                                               java.util.function.Function<ChargeRecord, String> render) {
+        try (Connection tx = primary.getConnection()) {
+            tx.setAutoCommit(false);
+            try {
+                KeyOrigin found = null;
+                try (PreparedStatement ps = tx.prepareStatement(ADOPT_FOR_RESULTS)) {
+                    ps.setArray(1, tx.createArrayOf("text", identities.lookup(Operation.CHARGE, clientId, key).toArray()));
+                    ps.setString(2, clientId);
+                    // An HTTP row has no key stored; a command's row keeps its event id: the key of its result records.
+                    ps.setString(3, origin);
+                    ps.setString(4, key.value());
+                    ps.setString(5, key.value());
+                    ps.setString(6, origin);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        if (rs.next()) {
+                            found = new KeyOrigin(rs.getString("id"), rs.getString("origin"),
+                                    IntentStatus.fromColumn(rs.getString("status")) == IntentStatus.PROCESSING);
+                        }
+                    }
+                }
+                if (found != null && found.origin() == null && !found.processing()) {
+                    queueLaterState(tx, found.id(), render); // only a 202 with a known state queues anything
+                }
+                tx.commit();
+                return Optional.ofNullable(found);
+            } catch (SQLException | RuntimeException e) {
+                tx.rollback();
+                throw e;
             }
-        });
-        return found.stream().findFirst();
+        } catch (SQLException e) {
+            throw DatabaseFailures.of(e);
+        }
     }
 
     /** @param origin the row's origin before the command met it (null: claimed over HTTP) */

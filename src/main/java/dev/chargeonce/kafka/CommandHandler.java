@@ -117,7 +117,8 @@ public class CommandHandler {
             result = "charged";
         } else {
             // The key had a row: make sure it publishes its result, and tell a redelivery from a duplicate.
-            Optional<IdempotencyStore.KeyOrigin> row = store.adoptForResults(config.clientId(), key, origin);
+            Optional<IdempotencyStore.KeyOrigin> row = store.adoptForResults(config.clientId(), key, origin,
+                    dev.chargeonce.charge.ChargeQueries::viewJson);
             result = row.isPresent() && origin.equals(row.get().origin()) ? "redelivered" : "duplicate";
             unresolved = row.map(IdempotencyStore.KeyOrigin::processing).orElse(unresolved);
         }

@@ -190,6 +190,36 @@ class CommandHandlerTest {
         assertEquals(1, queued(event).size(), "once");
     }
 
+    /**
+     * A charge first claimed over HTTP, answered 202, whose outcome came (the sync worker) before a command with its
+     * key met it: nobody was waiting when the state moved, so nothing was queued then. The command adopts the row
+     * and gets the 202 it answered and the state it has now, as the command that claimed it would have.
+     */
+    @Test
+    void aCommandMeetingA202WhoseOutcomeCameEarlierGetsTheOutcomeToo() throws Exception {
+        String event = "order-" + UUID.randomUUID();
+        dev.chargeonce.charge.ChargeService charges = io.quarkus.arc.Arc.container().instance(dev.chargeonce.charge.ChargeService.class).get();
+        charges.charge(config.clientId(), new dev.chargeonce.idempotency.IdempotencyKey(event),
+                dev.chargeonce.charge.ChargeRequestParser.parse(PROCESSING.getBytes(StandardCharsets.UTF_8)));
+        Row row = row(event);
+        assertEquals("accepted", row.status());
+        String paymentIntent = stripe.intentsFor(config.clientId(), event).get(0).get("id").asText();
+        stripe.settle(paymentIntent, "succeeded");
+        makeDue(row.id());
+        sync.syncOnce();
+        assertEquals(0, queued(event).size(), "an HTTP row queues nothing");
+
+        assertEquals(new CommandHandler.Decision.Ack("duplicate"), handler.handle(command(event, PROCESSING, 30)));
+        List<Queued> queued = queued(event);
+        assertEquals(2, queued.size(), "the 202 and the outcome known since: " + queued);
+        assertEquals(202, queued.get(0).status());
+        assertEquals(200, queued.get(1).status());
+        assertTrue(queued.get(1).body().startsWith("{\"id\":\"" + row.id() + "\",\"object\":\"charge\",\"status\":\"succeeded\""),
+                queued.get(1).body());
+        handler.handle(command(event, PROCESSING, 30));
+        assertEquals(2, queued(event).size(), "a redelivery queues nothing more");
+    }
+
     @Test
     void theRelayPublishesEachQueuedResultAndMarksItSent() throws Exception {
         String event = "order-" + UUID.randomUUID();
