@@ -67,8 +67,8 @@ public class BenchTool {
          * The identity of a bulk-loaded row (bench/sql/bulk_rows.sql), as the service derives it: its HMAC is part
          * of what the replay reference costs PostgreSQL here (a microsecond or two), where the service computes it.
          */
-        static final String IDENTITY_OF_BULK_I = "'k1-' || substr(encode(hmac(convert_to(:bench_client || chr(10) || 'bulk-' || CAST(:i AS text), 'UTF8'), decode(:key_secret, 'base64'), 'sha256'), 'hex'), 1, 48)";
-        static final String IDENTITY_OF_BULK_REFUND_I = "'k1-' || substr(encode(hmac(convert_to('refund' || chr(10) || :bench_client || chr(10) || 'rbulk-' || CAST(:i AS text), 'UTF8'), decode(:key_secret, 'base64'), 'sha256'), 'hex'), 1, 48)";
+        static final String IDENTITY_OF_BULK_I = "'k001-' || substr(encode(hmac(convert_to(:bench_client || chr(10) || 'bulk-' || CAST(:i AS text), 'UTF8'), decode(:key_secret, 'base64'), 'sha256'), 'hex'), 1, 48)";
+        static final String IDENTITY_OF_BULK_REFUND_I = "'k001-' || substr(encode(hmac(convert_to('refund' || chr(10) || :bench_client || chr(10) || 'rbulk-' || CAST(:i AS text), 'UTF8'), decode(:key_secret, 'base64'), 'sha256'), 'hex'), 1, 48)";
         static final String HORIZON_MS = "82800000";
         /** bench/run.sh's KEY_SECRET: the secret the service hashes keys with (KeyIdentities, version 1). */
         static final String KEY_SECRET = "Y2hhcmdlb25jZSBiZW5jaCBrZXkgaGFzaCBzZWNyZXQsIHYx";
@@ -121,7 +121,9 @@ public class BenchTool {
             String reserve = store.of("REFUND", "RESERVE");
             String finishRefund = store.of("REFUND", "FINISH");
             for (String variant : List.of("many", "hot")) {
-                String charge = variant.equals("hot") ? "'chg_pgbhot_0'" : "'chg_pgbref_' || CAST(:c AS text)";
+                // the ids bench/sql/refund_charges.sql gives them: chg_ + the prefix padded with x to 12 + n in 12 digits
+                String charge = variant.equals("hot") ? "'chg_pgbhotxxxxxx000000000000'"
+                        : "'chg_pgbrefxxxxxx' || lpad(CAST(:c AS text), 12, '0')";
                 String script = "\\set k random(1, 9000000000000000000)\n"
                         + (variant.equals("hot") ? "" : "\\set c random(0, :refund_charges - 1)\n")
                         + "BEGIN;\n"

@@ -223,7 +223,7 @@ public class Chaos {
     /** Every key of this run by its identity: the rows keep only the identity (KeyIdentities), the audit needs the key. */
     static final Map<String, String> KEYS_BY_IDENTITY = new ConcurrentHashMap<>();
 
-    /** KeyIdentities, version 1: "k1-" and 48 hex characters of HMAC-SHA256(secret, client + "\n" + Idempotency-Key). */
+    /** KeyIdentities, version 1: "k001-" and 48 hex characters of HMAC-SHA256(secret, client + "\n" + Idempotency-Key). */
     static String identity(String client, String key) {
         return remember(hmacIdentity(client + "\n" + key), key);
     }
@@ -244,7 +244,7 @@ public class Chaos {
         try {
             javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
             mac.init(new javax.crypto.spec.SecretKeySpec(java.util.Base64.getDecoder().decode(KEY_HASH_SECRET), "HmacSHA256"));
-            return "k1-" + HexFormat.of().formatHex(mac.doFinal(text.getBytes(StandardCharsets.UTF_8))).substring(0, 48);
+            return "k001-" + HexFormat.of().formatHex(mac.doFinal(text.getBytes(StandardCharsets.UTF_8))).substring(0, 48);
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
@@ -2248,7 +2248,7 @@ public class Chaos {
 
     record Row(String id, String client, String key, String status, Integer responseStatus, String responseBody,
                String paymentIntentId, boolean needsReconciliation, String reconciliationReason) {
-        /** The service's identity of (client, key) at Stripe: {@code chargeonce_key} (StripeKeys.identity). */
+        /** The service's identity of (client, key) at Stripe: {@code chargeonce_key} (KeyIdentities, version 1). */
         String identity() {
             return Chaos.identity(client, key);
         }

@@ -116,9 +116,9 @@ public class NaiveService {
                 .append("amount=").append(find(AMOUNT, body)).append("&currency=").append(find(CURRENCY, body))
                 .append("&payment_method=").append(find(PAYMENT_METHOD, body)).append("&confirm=true")
                 .append("&metadata[chargeonce_charge_id]=").append(chargeId)
-                // The same identity of (client, key) as the service writes (StripeKeys.identity): the audit maps
-                // PaymentIntents to rows by it. Labelling the payment is not what makes this service wrong.
-                .append("&metadata[chargeonce_key]=").append(sha256(client + "\n" + key).substring(0, 48));
+                // The same identity of (client, key) as the service writes (KeyIdentities, Chaos.identity): the audit
+                // maps PaymentIntents to keys by it. Labelling the payment is not what makes this service wrong.
+                .append("&metadata[chargeonce_key]=").append(Chaos.identity(client, key));
         int meta = body.indexOf("\"metadata\"");
         if (meta >= 0) {
             Matcher m = METADATA.matcher(body.substring(meta + 10, body.indexOf('}', meta)));

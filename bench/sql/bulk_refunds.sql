@@ -15,7 +15,7 @@ SELECT c.id, 'bench', CASE WHEN :'key_secret' = '' THEN 'rbulk-charge-' || c.n E
          || '"payment_intent":"' || c.pi || '","created":' || extract(epoch FROM c.created_at)::bigint || '}',
        c.created_at, c.created_at + interval '180 milliseconds', c.created_at + interval '180 milliseconds',
        CASE WHEN :'key_secret' = '' THEN substr(encode(sha256(convert_to('bench' || chr(10) || 'rbulk-charge-' || c.n, 'UTF8')), 'hex'), 1, 48)
-            ELSE 'k1-' || substr(encode(hmac(convert_to('bench' || chr(10) || 'rbulk-charge-' || c.n, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END
+            ELSE 'k001-' || substr(encode(hmac(convert_to('bench' || chr(10) || 'rbulk-charge-' || c.n, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END
   FROM (SELECT n, 'chg_rbulk' || lpad(n::text, 19, '0') AS id, 'pi_rb' || substr(md5('pi' || n), 1, 19) AS pi,
                '{"amount":1000,"currency":"usd","payment_method":"pm_card_visa"}' AS request,
                now() - interval '2 days' - (n % 86400) * interval '1 second' AS created_at
@@ -31,7 +31,7 @@ SELECT r.id, r.charge_id, 'bench', CASE WHEN :'key_secret' = '' THEN 'rbulk-' ||
        1, 'usd', 'completed', 1, NULL, 1, r.created_at, r.re, 'succeeded',
        -- the refund key's identity as the service computes it (KeyIdentities): how a replay finds the row
        CASE WHEN :'key_secret' = '' THEN substr(encode(sha256(convert_to('refund' || chr(10) || 'bench' || chr(10) || 'rbulk-' || r.n, 'UTF8')), 'hex'), 1, 48)
-            ELSE 'k1-' || substr(encode(hmac(convert_to('refund' || chr(10) || 'bench' || chr(10) || 'rbulk-' || r.n, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END, 201,
+            ELSE 'k001-' || substr(encode(hmac(convert_to('refund' || chr(10) || 'bench' || chr(10) || 'rbulk-' || r.n, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END, 201,
        '{"id":"' || r.id || '","object":"refund","status":"succeeded","amount":1,"currency":"usd","charge":"'
          || r.charge_id || '","payment_intent":"' || r.pi || '","reason":null,"metadata":{},"stripe_refund":"' || r.re
          || '","created":' || extract(epoch FROM r.created_at)::bigint || '}',

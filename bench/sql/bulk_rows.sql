@@ -25,7 +25,7 @@ SELECT r.id, r.client_id, CASE WHEN :'key_secret' = '' THEN r.idempotency_key EN
        -- the key's identity as the service computes it (KeyIdentities, version 1 under the bench's secret; version 0
        -- for the schema before issue 14, whose statements find rows by the key): how a replay finds the row
        CASE WHEN :'key_secret' = '' THEN substr(encode(sha256(convert_to(r.client_id || chr(10) || r.idempotency_key, 'UTF8')), 'hex'), 1, 48)
-            ELSE 'k1-' || substr(encode(hmac(convert_to(r.client_id || chr(10) || r.idempotency_key, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END
+            ELSE 'k001-' || substr(encode(hmac(convert_to(r.client_id || chr(10) || r.idempotency_key, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END
   FROM (SELECT 'chg_b' || substr(md5(n::text), 1, 23) AS id,
                CASE WHEN n % 10 = 0 THEN 'bench' ELSE 'client_' || lpad((n % 997)::text, 4, '0') END AS client_id,
                'bulk-' || n AS idempotency_key,

@@ -12,7 +12,7 @@ SELECT r.id, :'client', CASE WHEN :'key_secret' = '' THEN r.idempotency_key END,
        encode(sha256(convert_to('POST /v1/charges' || chr(10) || r.request, 'UTF8')), 'hex'),
        r.request, :amount, 'usd', 'completed', 1, NULL, 1, r.created_at, r.pi, 'succeeded',
        CASE WHEN :'key_secret' = '' THEN substr(encode(sha256(convert_to(:'client' || chr(10) || r.idempotency_key, 'UTF8')), 'hex'), 1, 48)
-            ELSE 'k1-' || substr(encode(hmac(convert_to(:'client' || chr(10) || r.idempotency_key, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END,
+            ELSE 'k001-' || substr(encode(hmac(convert_to(:'client' || chr(10) || r.idempotency_key, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END,
        201,
        '{"id":"' || r.id || '","object":"charge","status":"succeeded","amount":' || :amount
          || ',"currency":"usd","payment_method":"pm_card_visa","customer":null,"description":null,"metadata":{},'

@@ -1,6 +1,6 @@
 package dev.chargeonce.auth;
 
-import dev.chargeonce.idempotency.Fingerprint;
+import dev.chargeonce.idempotency.KeyIdentities;
 import dev.chargeonce.web.ApiException;
 import org.jboss.logging.MDC;
 import jakarta.ws.rs.container.ContainerRequestContext;
@@ -25,8 +25,10 @@ public class ApiKeyFilter {
 
     private final ClientRegistry clients;
     private final FailedAuthentications failures;
+    private final KeyIdentities identities;
 
-    ApiKeyFilter(ClientRegistry clients, FailedAuthentications failures) {
+    ApiKeyFilter(ClientRegistry clients, FailedAuthentications failures, KeyIdentities identities) {
+        this.identities = identities;
         this.clients = clients;
         this.failures = failures;
     }
@@ -51,11 +53,12 @@ public class ApiKeyFilter {
         String clientId = authenticated.orElseThrow(() -> new ApiException(401, "authentication_error",
                 "invalid_api_key", "Provide a valid API key as 'Authorization: Bearer <key>'.", null, null));
         request.setProperty(CLIENT_ID, clientId);
-        // Log context: who is calling, never with what key. The idempotency key appears only as a hash prefix.
+        // Log context: who is calling, never with what key. The idempotency key appears only as a keyed tag (an
+        // unkeyed hash of a guessable key would give it away to whoever reads the logs).
         MDC.put("client_id", clientId);
         String idempotencyKey = request.getHeaderString("Idempotency-Key");
         if (idempotencyKey != null) {
-            MDC.put("idempotency_key_hash", Fingerprint.sha256Hex(idempotencyKey).substring(0, 16));
+            MDC.put("idempotency_key_hash", identities.logTag(clientId, idempotencyKey));
         }
     }
 }

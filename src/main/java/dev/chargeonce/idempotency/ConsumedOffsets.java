@@ -30,7 +30,9 @@ public class ConsumedOffsets {
             WITH prev AS (
                 SELECT next_offset FROM kafka_offsets WHERE group_id = ? AND topic = ? AND partition = ? FOR UPDATE),
             rows_there AS (
-                SELECT count(*) AS n FROM stripe_intents WHERE stripe_identity = ANY (?) AND client_id = ?),
+                SELECT count(DISTINCT k.key_no) AS n
+                  FROM unnest(?::text[], ?::int[]) AS k(identity, key_no)
+                  JOIN stripe_intents s ON s.stripe_identity = k.identity AND s.client_id = ?),
             stored AS (
                 INSERT INTO kafka_offsets (group_id, topic, partition, next_offset)
                 SELECT ?, ?, ?, ? WHERE coalesce((SELECT next_offset FROM prev), -1) >= ?
@@ -83,23 +85,30 @@ public class ConsumedOffsets {
      */
     public Advance advance(String group, String topic, int partition, Long expected, long next, String clientId,
                            java.util.Set<IdempotencyKey> rowKeys) {
-        // Each key's row under any identity it may have (a key has one row: the count is the keys that have theirs).
+        // Each key's row under any identity it may have; counted by key (the keys that have a row), not by row.
         java.util.List<String> rowIdentities = new java.util.ArrayList<>();
+        java.util.List<Integer> keyNumbers = new java.util.ArrayList<>();
+        int keyNo = 0;
         for (IdempotencyKey key : rowKeys) {
-            rowIdentities.addAll(identities.lookup(Operation.CHARGE, clientId, key));
+            for (String identity : identities.lookup(Operation.CHARGE, clientId, key)) {
+                rowIdentities.add(identity);
+                keyNumbers.add(keyNo);
+            }
+            keyNo++;
         }
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(ADVANCE)) {
             ps.setString(1, group);
             ps.setString(2, topic);
             ps.setInt(3, partition);
             ps.setArray(4, c.createArrayOf("text", rowIdentities.toArray()));
-            ps.setString(5, clientId);
-            ps.setString(6, group);
-            ps.setString(7, topic);
-            ps.setInt(8, partition);
-            ps.setLong(9, next);
-            ps.setLong(10, expected == null ? -1 : expected);
-            ps.setInt(11, rowKeys.size());
+            ps.setArray(5, c.createArrayOf("int4", keyNumbers.toArray()));
+            ps.setString(6, clientId);
+            ps.setString(7, group);
+            ps.setString(8, topic);
+            ps.setInt(9, partition);
+            ps.setLong(10, next);
+            ps.setLong(11, expected == null ? -1 : expected);
+            ps.setInt(12, rowKeys.size());
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 long before = rs.getLong(1);

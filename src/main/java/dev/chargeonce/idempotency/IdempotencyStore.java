@@ -518,8 +518,9 @@ public class IdempotencyStore {
                 ps.setString(i++, intent.clientId());
                 ps.setString(i++, intent.id());
                 ps.setString(i++, intent.clientId());
-                // The key itself is not stored: only a Kafka command's event id, the key of its result records.
-                ps.setString(i++, intent.origin() != null ? intent.key().value() : null);
+                // The key itself is not stored: only a Kafka command's event id, the key of its result records (and
+                // every key in the first step of the upgrade from a release before V1.13.0: KeyIdentities#storesKeys).
+                ps.setString(i++, intent.origin() != null || identities.storesKeys() ? intent.key().value() : null);
                 ps.setString(i++, intent.fingerprint().stored(config.fingerprintVersion()));
                 ps.setString(i++, intent.requestJson());
                 ps.setLong(i++, intent.amount());
@@ -1426,6 +1427,72 @@ public class IdempotencyStore {
     public Optional<KeyStatus> keyStatus(Operation op, String clientId, IdempotencyKey key, Duration keyHorizon) {
         return peekRow(op, clientId, key, keyHorizon).map(row -> new KeyStatus(row.id, row.status, row.needsReconciliation, row.createdAt.toInstant(),
                 row.finishedAt == null ? null : row.finishedAt.toInstant(), row.leaseLeftMillis, row.stripeAttempt));
+    }
+
+    /**
+     * The key-hash versions rows of either table have now ({@link KeyIdentities}): one indexed look for version 0
+     * (identities before {@code g}), then one per keyed version found (the first identity from {@code k<n>} on, the
+     * next from {@code k<n+1>}), on the unique index. A table that does not exist yet (a new database, before its
+     * first migration) has none.
+     */
+    public java.util.SortedSet<Integer> identityVersionsInUse() {
+        try (Connection c = primary.getConnection()) {
+            return identityVersionsInUse(c);
+        } catch (SQLException e) {
+            throw DatabaseFailures.of(e);
+        }
+    }
+
+    /** Whether the schema forbids keeping keys (V1.14.0): version 0, which keeps them, cannot be written here. */
+    public boolean keysForbidden() {
+        boolean[] forbidden = {false};
+        run("SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'stripe_intents_key_kept_only_for_commands')",
+                ps -> { }, rs -> forbidden[0] = rs.next() && rs.getBoolean(1));
+        return forbidden[0];
+    }
+
+    static java.util.SortedSet<Integer> identityVersionsInUse(Connection c) throws SQLException {
+        java.util.SortedSet<Integer> versions = new java.util.TreeSet<>();
+        java.util.regex.Pattern keyed = java.util.regex.Pattern.compile("^k(\\d{3})-");
+        for (Operation op : Operation.values()) {
+            try (PreparedStatement exists = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+                exists.setString(1, op.table());
+                try (ResultSet rs = exists.executeQuery()) {
+                    if (!rs.next() || !rs.getBoolean(1)) {
+                        continue;
+                    }
+                }
+            }
+            try (PreparedStatement unkeyed = c.prepareStatement(
+                    "SELECT EXISTS (SELECT 1 FROM " + op.table() + " WHERE stripe_identity < 'g')");
+                 ResultSet rs = unkeyed.executeQuery()) {
+                if (rs.next() && rs.getBoolean(1)) {
+                    versions.add(KeyIdentities.UNKEYED);
+                }
+            }
+            try (PreparedStatement first = c.prepareStatement(
+                    "SELECT stripe_identity FROM " + op.table() + " WHERE stripe_identity >= ? ORDER BY stripe_identity LIMIT 1")) {
+                String from = "k";
+                while (true) {
+                    first.setString(1, from);
+                    String found;
+                    try (ResultSet rs = first.executeQuery()) {
+                        found = rs.next() ? rs.getString(1) : null;
+                    }
+                    java.util.regex.Matcher m = found == null ? null : keyed.matcher(found);
+                    if (m == null || !m.find()) {
+                        break;
+                    }
+                    int version = Integer.parseInt(m.group(1));
+                    versions.add(version);
+                    if (version >= KeyIdentities.MAX_VERSION) {
+                        break;
+                    }
+                    from = "k" + String.format("%03d", version + 1);
+                }
+            }
+        }
+        return versions;
     }
 
     /** The data source of the idempotency path, for callers that read charges from the primary. */

@@ -19,8 +19,11 @@ import javax.crypto.spec.SecretKeySpec;
  * ({@code order-1234}), because the identity is a keyed hash and the secret is not in the database.
  *
  * <p>Versions: {@code 0} is the unkeyed SHA-256 of {@code [refund\n]client\nkey} (48 hex digits) that releases
- * before V1.13.0 wrote; {@code n ≥ 1} is {@code k<n>-} followed by 48 hex digits of HMAC-SHA256 under secret
- * {@code n} of the same text. The version is part of the identity, so every row says which secret made it.
+ * before V1.13.0 wrote; {@code n} from 1 to 999 is {@code k<n, three digits>-} followed by 48 hex digits of
+ * HMAC-SHA256 under secret {@code n} of the same text ({@code k001-…}). The version is part of the identity, so every
+ * row says which secret made it, and the rows of a version are one range of the unique index in any collation (the
+ * letters and digits before the first hex digit decide: version 0 sorts before {@code g}, version n from
+ * {@code k<n>} to {@code k<n+1>}), which is how {@link IdempotencyStore#identityVersionsInUse} finds them.
  *
  * <p>New rows are written under one version ({@code key-hash-version}); rows written under the others in
  * {@code key-hash-read-versions} are still found (a dual read), so a new secret never turns a retry of an older key
@@ -34,6 +37,7 @@ public class KeyIdentities {
 
     /** The version of releases before V1.13.0: no secret. */
     public static final int UNKEYED = 0;
+    public static final int MAX_VERSION = 999;
     private static final int SECRET_MIN_BYTES = 32;
     private static final HexFormat HEX = HexFormat.of();
 
@@ -64,8 +68,9 @@ public class KeyIdentities {
             }
         }
         for (int v : lookup) {
-            if (v < 0) {
-                throw new IllegalStateException("chargeonce.idempotency.key-hash-version and -read-versions are 0 or more: " + v);
+            if (v < 0 || v > MAX_VERSION) {
+                throw new IllegalStateException("chargeonce.idempotency.key-hash-version and -read-versions are 0 to "
+                        + MAX_VERSION + ": " + v);
             }
             if (v != UNKEYED && !secrets.containsKey(v)) {
                 throw new IllegalStateException("no secret for key hash version " + v + ": add " + v
@@ -117,14 +122,38 @@ public class KeyIdentities {
     }
 
     /**
-     * The name of a key's claim lock while writers differ: from the identity under the lowest version this instance
-     * looks up, which every instance of a rollout knows (both steps read the old and the new version).
+     * The name of a key's claim lock while writers differ: 32 bits of the key's version-0 hash, which needs no secret,
+     * so that every instance computes the same name whatever versions it writes and reads (two instances whose
+     * read lists differ would otherwise lock under two names and not take turns). It is visible in
+     * {@code pg_locks} for the milliseconds a claim holds it; 32 bits confirm a guess no more than they would in a
+     * log, and only to whoever may read the database's lock table.
      */
     public int lockName(Operation op, String clientId, IdempotencyKey key) {
-        int lowest = lookupVersions.stream().mapToInt(Integer::intValue).min().orElseThrow();
-        String identity = identity(lowest, op, clientId, key.value());
-        String hex = identity.substring(identity.length() - 8);
-        return (int) Long.parseLong(hex, 16);
+        String identity = compute(UNKEYED, null, op, clientId, key.value());
+        return (int) Long.parseLong(identity.substring(40, 48), 16);
+    }
+
+    /** Every version this instance looks up (the write version first). */
+    public List<Integer> lookupVersions() {
+        return lookupVersions;
+    }
+
+    /**
+     * Whether new rows keep the key itself: only while this instance writes version 0, the first step of the upgrade
+     * from a release before V1.13.0, when instances of that release still run and may adopt an HTTP row for a Kafka
+     * command (they publish its result under the stored key). V1.14.0 erases them once no such instance runs.
+     */
+    public boolean storesKeys() {
+        return writeVersion == UNKEYED;
+    }
+
+    /**
+     * A short tag of a raw key for the logs (to follow one key's requests), keyed like the identity: never the
+     * unkeyed hash of the key, which a log reader could match against a guess.
+     */
+    public String logTag(String clientId, String rawKey) {
+        String identity = identity(writeVersion, Operation.CHARGE, clientId, rawKey);
+        return identity.substring(identity.length() - 16);
     }
 
     private String identity(int version, Operation op, String clientId, String key) {
@@ -152,7 +181,7 @@ public class KeyIdentities {
 
     private static String keyed(int version, Mac mac, Operation op, String clientId, String key) {
         byte[] digest = mac.doFinal(text(op, clientId, key).getBytes(StandardCharsets.UTF_8));
-        return "k" + version + "-" + HEX.formatHex(digest, 0, 24);
+        return "k" + String.format("%03d", version) + "-" + HEX.formatHex(digest, 0, 24);
     }
 
     private static Mac newMac(byte[] secret) {

@@ -7,7 +7,8 @@ import java.util.Map;
  * request): the idempotency key and the metadata that identify the payment are derived from the client and its key,
  * never from a row's random id, so a row the database lost and a retry claimed again sends the very same request.
  *
- * @param identity  {@link StripeKeys#identity}: written as {@link #KEY} metadata, what lookups match on
+ * @param identity  the identity the row stores (a keyed hash of client and key, {@code KeyIdentities}): written as
+ *                  {@link #KEY} metadata, what lookups match on
  * @param sendBefore {@link System#nanoTime()} after which no try may start: the holder's lease ends soon after,
  *                   and a send after it could race the next holder's
  */

@@ -30,9 +30,9 @@ class KeyIdentitiesTest {
         KeyIdentities one = TestKeys.identities(1, List.of(), false);
         KeyIdentities two = TestKeys.identities(2, List.of(), false);
         String underOne = one.of(Operation.CHARGE, "acme", KEY);
-        assertTrue(underOne.matches("k1-[0-9a-f]{48}"), underOne);
-        assertTrue(two.of(Operation.CHARGE, "acme", KEY).matches("k2-[0-9a-f]{48}"));
-        assertNotEquals(underOne.substring(3), two.of(Operation.CHARGE, "acme", KEY).substring(3));
+        assertTrue(underOne.matches("k001-[0-9a-f]{48}"), underOne);
+        assertTrue(two.of(Operation.CHARGE, "acme", KEY).matches("k002-[0-9a-f]{48}"));
+        assertNotEquals(underOne.substring(5), two.of(Operation.CHARGE, "acme", KEY).substring(5));
         assertNotEquals(underOne, one.of(Operation.CHARGE, "globex", KEY), "the client is part of it");
         assertNotEquals(underOne, one.of(Operation.REFUND, "acme", KEY), "a refund key has an identity of its own");
         assertEquals(List.of(underOne), one.lookup(Operation.CHARGE, "acme", KEY), "one version: one identity");
@@ -44,9 +44,14 @@ class KeyIdentitiesTest {
         assertEquals(List.of(KeyIdentities.compute(1, Base64.getDecoder().decode(TestKeys.SECRET_1), Operation.CHARGE, "acme", "order-1234"),
                 KeyIdentities.compute(0, null, Operation.CHARGE, "acme", "order-1234")), stepTwo.lookup(Operation.CHARGE, "acme", KEY));
         assertTrue(stepTwo.dualRead());
-        // Both steps of a rollout lock a key under the same name, or their claims would not take turns.
+        // Both steps of a rollout lock a key under the same name, or their claims would not take turns: also when
+        // their read lists differ (a change from 1 to 2 while rows of 0 are still kept, one step reading 0 and not
+        // the other).
         KeyIdentities stepOne = TestKeys.identities(0, List.of(1), true);
         assertEquals(stepOne.lockName(Operation.CHARGE, "acme", KEY), stepTwo.lockName(Operation.CHARGE, "acme", KEY));
+        assertEquals(TestKeys.identities(1, List.of(2, 0), true).lockName(Operation.CHARGE, "acme", KEY),
+                TestKeys.identities(2, List.of(1), true).lockName(Operation.CHARGE, "acme", KEY));
+        assertNotEquals(stepOne.lockName(Operation.CHARGE, "acme", KEY), stepOne.lockName(Operation.CHARGE, "acme", new IdempotencyKey("order-1235")));
     }
 
     @Test

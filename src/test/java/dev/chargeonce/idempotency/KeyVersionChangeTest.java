@@ -56,13 +56,13 @@ class KeyVersionChangeTest {
      */
     @Test
     void instancesWritingTwoVersionsAtOnceClaimEachKeyOnce() throws Exception {
-        race(TestKeys.identities(KeyIdentities.UNKEYED, List.of(1), true), TestKeys.identities(1, List.of(0), true));
+        race("1.13.0", TestKeys.identities(KeyIdentities.UNKEYED, List.of(1), true), TestKeys.identities(1, List.of(0), true));
     }
 
     /** The same for a change of secret: version 1 to version 2. */
     @Test
     void aChangeOfSecretClaimsEachKeyOnceToo() throws Exception {
-        race(TestKeys.identities(1, List.of(2), true), TestKeys.identities(2, List.of(1), true));
+        race(null, TestKeys.identities(1, List.of(2), true), TestKeys.identities(2, List.of(1), true));
     }
 
     /**
@@ -72,7 +72,7 @@ class KeyVersionChangeTest {
      */
     @Test
     void aKeyClaimedUnderTheOldVersionIsFoundUnderTheNew() throws Exception {
-        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway)) {
+        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, "1.13.0")) {
             IdempotencyStore before = store(database, TestKeys.identities(KeyIdentities.UNKEYED, List.of(), false));
             IdempotencyStore after = store(database, TestKeys.identities(1, List.of(0), false));
             String client = "version-" + UUID.randomUUID();
@@ -90,12 +90,32 @@ class KeyVersionChangeTest {
 
             // A new key under the new version gets a keyed identity.
             Claim fresh = after.claim(TakeoverFencingTest.newIntent(client, "order-1235"), HORIZON);
-            assertTrue(assertInstanceOf(Claim.Fresh.class, fresh).intent().stripeIdentity().startsWith("k1-"));
+            assertTrue(assertInstanceOf(Claim.Fresh.class, fresh).intent().stripeIdentity().startsWith("k001-"));
         }
     }
 
-    private void race(KeyIdentities stepOne, KeyIdentities stepTwo) throws Exception {
-        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway)) {
+    /**
+     * What the start-up check reads ({@link KeyVersionsCheck}): the versions the rows have, found on the unique index
+     * (versions 0, 1, 2 and 10 here: 10 sorts after 1 and 2 only by its digits), and none in an empty database.
+     */
+    @Test
+    void theVersionsTheRowsHaveAreFoundOnTheIndex() throws Exception {
+        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, "1.13.0")) {
+            IdempotencyStore any = store(database, TestKeys.identities(1, List.of(), false));
+            assertEquals(java.util.Set.of(), any.identityVersionsInUse());
+            String client = "versions-" + UUID.randomUUID();
+            store(database, TestKeys.identities(KeyIdentities.UNKEYED, List.of(), false)).claim(TakeoverFencingTest.newIntent(client, "a"), HORIZON);
+            any.claim(TakeoverFencingTest.newIntent(client, "b"), HORIZON);
+            store(database, TestKeys.identities(2, List.of(), false)).claim(TakeoverFencingTest.newIntent(client, "c"), HORIZON);
+            KeyIdentities ten = new KeyIdentities(10, List.of(), java.util.Map.of(10, java.util.Base64.getDecoder().decode(TestKeys.SECRET_1)), false);
+            store(database, ten).claim(TakeoverFencingTest.newIntent(client, "d"), HORIZON);
+            assertEquals(new java.util.TreeSet<>(List.of(0, 1, 2, 10)), any.identityVersionsInUse());
+        }
+    }
+
+    /** @param schema the migration the database is at (an upgrade's first steps hold it at 1.13.0); null: the latest */
+    private void race(String schema, KeyIdentities stepOne, KeyIdentities stepTwo) throws Exception {
+        try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, schema)) {
             List<IdempotencyStore> instances = List.of(store(database, stepOne), store(database, stepTwo));
             String client = "version-race-" + UUID.randomUUID();
             int keys = 40;

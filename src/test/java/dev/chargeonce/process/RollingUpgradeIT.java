@@ -32,10 +32,12 @@ import org.junit.jupiter.api.Test;
  * this one against one database, through the README's steps, with the same keys sent to both at once in each step.
  *
  * <ol>
- *   <li>the previous release alone (it stores keys and their unkeyed hash, version 0);
- *   <li>step 1 beside it: this release writing version 0, reading version 1, mixed writers, on V1.13.0 (not V1.14.0);
- *   <li>step 2 beside step 1 (the previous release stopped): this release writing version 1 and reading version 0,
- *       with every migration (V1.14.0 erases the stored keys).
+ *   <li>the previous release alone (it stores keys and their unkeyed hash, version 0); this release started over it
+ *       without the steps (writing version 1, reading nothing else) refuses to start, before it migrates anything;
+ *   <li>step 1 beside it: this release writing version 0, reading version 1, mixed writers (it migrates only to
+ *       V1.13.0);
+ *   <li>step 2 beside step 1 (the previous release stopped): writing version 1, reading version 0, still mixed;
+ *   <li>step 3 (step 1 stopped): the normal build, mixed writers off; V1.14.0 erases the stored keys.
  * </ol>
  *
  * Each key is charged once (one PaymentIntent at Stripe under any of its identities, one row), every retry of it,
@@ -61,21 +63,25 @@ class RollingUpgradeIT {
             Map<String, String> stepOneConfig = env.serviceConfig();
             stepOneConfig.putAll(Map.of("chargeonce.idempotency.key-hash-version", "0",
                     "chargeonce.idempotency.key-hash-read-versions", "1",
-                    "chargeonce.idempotency.key-hash-mixed-writers", "true",
-                    "quarkus.flyway.migrate-at-start", "false"));
+                    "chargeonce.idempotency.key-hash-mixed-writers", "true"));
             Map<String, String> stepTwoConfig = env.serviceConfig();
             stepTwoConfig.putAll(Map.of("chargeonce.idempotency.key-hash-version", "1",
                     "chargeonce.idempotency.key-hash-read-versions", "0",
                     "chargeonce.idempotency.key-hash-mixed-writers", "true"));
+            Map<String, String> stepThreeConfig = env.serviceConfig();
+            stepThreeConfig.putAll(Map.of("chargeonce.idempotency.key-hash-version", "1",
+                    "chargeonce.idempotency.key-hash-read-versions", "0"));
 
             try (ServiceProcess previous = ServiceProcess.start("upgrade-previous", previousJar, previousConfig)) {
                 List<String> before = chargeNewKeys(pool, List.of(previous, previous), "before");
                 assertEquals(KEYS_PER_STEP, countKeysStored(env), "the previous release stores the keys");
-                // Step 1 is this release without V1.14.0 (README): the database taken to V1.13.0, and no migration at start.
-                org.flywaydb.core.Flyway.configure()
-                        .dataSource(stepOneConfig.get("quarkus.datasource.jdbc.url"), "postgres", "postgres")
-                        .target(org.flywaydb.core.api.MigrationVersion.fromVersion("1.13.0")).load().migrate();
+                String refused = ServiceProcess.startExpectingRefusal("upgrade-without-the-steps", env.serviceConfig(),
+                        Duration.ofSeconds(90));
+                assertTrue(refused.contains("version(s) [0]"), "this release over it without the steps is refused:\n"
+                        + refused.substring(Math.max(0, refused.length() - 3000)));
+                assertEquals("1.12.0", schemaVersion(env), "and migrated nothing: the previous release still claims");
                 try (ServiceProcess stepOne = ServiceProcess.start("upgrade-step-1", stepOneConfig)) {
+                    assertEquals("1.13.0", schemaVersion(env), "steps 1 and 2 migrate up to V1.13.0, not V1.14.0");
                     chargeNewKeys(pool, List.of(previous, stepOne), "step1");
                     replayAll(stepOne);
                     previous.terminate(Duration.ofSeconds(30));
@@ -83,10 +89,16 @@ class RollingUpgradeIT {
                         chargeNewKeys(pool, List.of(stepOne, stepTwo), "step2");
                         replayAll(stepTwo);
                         replayAll(stepOne);
-                        assertEquals(0, countKeysStored(env), "V1.14.0 erased the keys the previous release stored");
-                        for (String key : before) {
-                            assertEquals(identities(key).get(0), rowIdentity(env, key),
-                                    "a row claimed before the upgrade keeps its identity (its Stripe keys were derived from it)");
+                        stepOne.terminate(Duration.ofSeconds(30));
+                        try (ServiceProcess stepThree = ServiceProcess.start("upgrade-step-3", stepThreeConfig)) {
+                            chargeNewKeys(pool, List.of(stepTwo, stepThree), "step3");
+                            replayAll(stepThree);
+                            assertTrue(applied(env, "1.14.0"), "step 3 applies V1.14.0");
+                            assertEquals(0, countKeysStored(env), "V1.14.0 erased the keys the previous release and step 1 stored");
+                            for (String key : before) {
+                                assertEquals(identities(key).get(0), rowIdentity(env, key),
+                                        "a row claimed before the upgrade keeps its identity (its Stripe keys were derived from it)");
+                            }
                         }
                     }
                 }
@@ -100,7 +112,7 @@ class RollingUpgradeIT {
                 assertEquals(1, intents, "one PaymentIntent for " + key + " under any of its identities");
                 assertEquals(1, rowsOf(env, identities), "one row for " + key);
             }
-            System.out.printf("rolling upgrade: %d keys, each charged once, through the previous release and both steps%n",
+            System.out.printf("rolling upgrade: %d keys, each charged once, through the previous release and the three steps%n",
                     chargeOf.size());
         }
     }
@@ -167,6 +179,25 @@ class RollingUpgradeIT {
              ResultSet rs = s.executeQuery("SELECT count(*) FROM stripe_intents WHERE idempotency_key IS NOT NULL")) {
             rs.next();
             return rs.getLong(1);
+        }
+    }
+
+    private static String schemaVersion(ProcessEnvironment env) throws Exception {
+        try (Connection c = env.connect(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
+                "SELECT version FROM flyway_schema_history WHERE success ORDER BY installed_rank DESC LIMIT 1")) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
+    private static boolean applied(ProcessEnvironment env, String version) throws Exception {
+        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
+                "SELECT EXISTS (SELECT 1 FROM flyway_schema_history WHERE success AND version = ?)")) {
+            ps.setString(1, version);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
         }
     }
 
