@@ -40,8 +40,9 @@ import org.junit.jupiter.api.Test;
  *   <li>step 3 (step 1 stopped): the normal build, mixed writers off; V1.14.0 erases the stored keys.
  * </ol>
  *
- * Each key is charged once (one PaymentIntent at Stripe under any of its identities, one row), every retry of it,
- * on any instance and in any later step, gets the first answer, and no key is left in the database.
+ * Each key is charged once (one PaymentIntent at Stripe under any of its identities, one row; a refund key refunds
+ * once), every retry of it, on any instance and in any later step, gets the first answer, and no key is left in the
+ * database.
  */
 class RollingUpgradeIT {
 
@@ -52,6 +53,8 @@ class RollingUpgradeIT {
     final ChargeClient client = new ChargeClient(TestClients.ACME_KEY);
     /** Every key sent, with the charge id of its first final answer. */
     final Map<String, String> chargeOf = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Every refund key sent, with its charge and the refund id of its first final answer. */
+    final Map<String, String[]> refundOf = new java.util.concurrent.ConcurrentHashMap<>();
 
     @Test
     void thePreviousReleaseAndThisOneChargeEachKeyOnceThroughEveryStepOfTheUpgrade() throws Exception {
@@ -74,6 +77,7 @@ class RollingUpgradeIT {
 
             try (ServiceProcess previous = ServiceProcess.start("upgrade-previous", previousJar, previousConfig)) {
                 List<String> before = chargeNewKeys(pool, List.of(previous, previous), "before");
+                refundSome(pool, List.of(previous, previous), before);
                 assertEquals(KEYS_PER_STEP, countKeysStored(env), "the previous release stores the keys");
                 String refused = ServiceProcess.startExpectingRefusal("upgrade-without-the-steps", env.serviceConfig(),
                         Duration.ofSeconds(90));
@@ -82,16 +86,16 @@ class RollingUpgradeIT {
                 assertEquals("1.12.0", schemaVersion(env), "and migrated nothing: the previous release still claims");
                 try (ServiceProcess stepOne = ServiceProcess.start("upgrade-step-1", stepOneConfig)) {
                     assertEquals("1.13.0", schemaVersion(env), "steps 1 and 2 migrate up to V1.13.0, not V1.14.0");
-                    chargeNewKeys(pool, List.of(previous, stepOne), "step1");
+                    refundSome(pool, List.of(previous, stepOne), chargeNewKeys(pool, List.of(previous, stepOne), "step1"));
                     replayAll(stepOne);
                     previous.terminate(Duration.ofSeconds(30));
                     try (ServiceProcess stepTwo = ServiceProcess.start("upgrade-step-2", stepTwoConfig)) {
-                        chargeNewKeys(pool, List.of(stepOne, stepTwo), "step2");
+                        refundSome(pool, List.of(stepOne, stepTwo), chargeNewKeys(pool, List.of(stepOne, stepTwo), "step2"));
                         replayAll(stepTwo);
                         replayAll(stepOne);
                         stepOne.terminate(Duration.ofSeconds(30));
                         try (ServiceProcess stepThree = ServiceProcess.start("upgrade-step-3", stepThreeConfig)) {
-                            chargeNewKeys(pool, List.of(stepTwo, stepThree), "step3");
+                            refundSome(pool, List.of(stepTwo, stepThree), chargeNewKeys(pool, List.of(stepTwo, stepThree), "step3"));
                             replayAll(stepThree);
                             assertTrue(applied(env, "1.14.0"), "step 3 applies V1.14.0");
                             assertEquals(0, countKeysStored(env), "V1.14.0 erased the keys the previous release and step 1 stored");
@@ -112,8 +116,14 @@ class RollingUpgradeIT {
                 assertEquals(1, intents, "one PaymentIntent for " + key + " under any of its identities");
                 assertEquals(1, rowsOf(env, identities), "one row for " + key);
             }
-            System.out.printf("rolling upgrade: %d keys, each charged once, through the previous release and the three steps%n",
-                    chargeOf.size());
+            for (String refundKey : refundOf.keySet()) {
+                int refunds = env.stripe.refunds().forKey(KeyIdentities.compute(0, null, Operation.REFUND, TestClients.ACME, refundKey)).size()
+                        + env.stripe.refunds().forKey(TestKeys.refundIdentity(TestClients.ACME, refundKey)).size();
+                assertEquals(1, refunds, "one refund at Stripe for " + refundKey + " under any of its identities");
+            }
+            assertEquals(16, refundOf.size());
+            System.out.printf("rolling upgrade: %d charge keys and %d refund keys, each once, through the previous release"
+                    + " and the three steps%n", chargeOf.size(), refundOf.size());
         }
     }
 
@@ -133,8 +143,46 @@ class RollingUpgradeIT {
         return keys;
     }
 
+    /** A refund of 100 on four of these charges, each refund key sent four times at once, two to each instance. */
+    private void refundSome(ExecutorService pool, List<ServiceProcess> instances, List<String> keys) {
+        List<CompletableFuture<Void>> sends = new ArrayList<>();
+        for (String key : keys.subList(0, 4)) {
+            String refundKey = "refund-" + key;
+            String chargeId = chargeOf.get(key);
+            for (int copy = 0; copy < 4; copy++) {
+                ServiceProcess instance = instances.get(copy % 2);
+                sends.add(CompletableFuture.runAsync(() -> finalRefund(instance, chargeId, refundKey), pool));
+            }
+        }
+        sends.forEach(CompletableFuture::join);
+    }
+
+    private void finalRefund(ServiceProcess instance, String chargeId, String refundKey) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (System.nanoTime() < deadline) {
+            ChargeClient.Answer a = client.post(instance.uri("/v1/charges/" + chargeId + "/refunds"), refundKey,
+                    "{\"amount\": 100}", Duration.ofSeconds(30));
+            if (a.status() == 201) {
+                String[] mine = {chargeId, chargeId(a)};
+                String[] first = refundOf.putIfAbsent(refundKey, mine);
+                assertEquals((first == null ? mine : first)[1], mine[1], refundKey + ": every final answer names one refund");
+                return;
+            }
+            assertTrue(a.status() == 409 || a.status() == 503 || a.status() == -1, refundKey + ": " + a);
+            sleep(100);
+        }
+        throw new AssertionError(refundKey + " had no final answer within 60 s");
+    }
+
     /** Every key sent so far, once more through {@code instance}: the first answer, as a replay. */
     private void replayAll(ServiceProcess instance) {
+        for (Map.Entry<String, String[]> refund : refundOf.entrySet()) {
+            ChargeClient.Answer again = client.post(instance.uri("/v1/charges/" + refund.getValue()[0] + "/refunds"),
+                    refund.getKey(), "{\"amount\": 100}", Duration.ofSeconds(30));
+            assertEquals(201, again.status(), refund.getKey() + ": " + again);
+            assertTrue(again.replayed(), refund.getKey() + " is a replay: " + again);
+            assertEquals(refund.getValue()[1], chargeId(again), refund.getKey() + ": the same refund");
+        }
         for (String key : chargeOf.keySet()) {
             ChargeClient.Answer again = client.post(instance.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30));
             assertEquals(201, again.status(), key + ": " + again);
