@@ -720,37 +720,28 @@ public class IdempotencyStore {
      */
     public Optional<KeyOrigin> adoptForResults(String clientId, IdempotencyKey key, String origin,
                                                java.util.function.Function<ChargeRecord, String> render) {
-        try (Connection tx = primary.getConnection()) {
-            tx.setAutoCommit(false);
-            try {
-                KeyOrigin found = null;
-                try (PreparedStatement ps = tx.prepareStatement(ADOPT_FOR_RESULTS)) {
-                    ps.setArray(1, tx.createArrayOf("text", identities.lookup(Operation.CHARGE, clientId, key).toArray()));
-                    ps.setString(2, clientId);
-                    // An HTTP row has no key stored; a command's row keeps its event id: the key of its result records.
-                    ps.setString(3, origin);
-                    ps.setString(4, key.value());
-                    ps.setString(5, key.value());
-                    ps.setString(6, origin);
-                    try (ResultSet rs = ps.executeQuery()) {
-                        if (rs.next()) {
-                            found = new KeyOrigin(rs.getString("id"), rs.getString("origin"),
-                                    IntentStatus.fromColumn(rs.getString("status")) == IntentStatus.PROCESSING);
-                        }
+        return inTransaction(tx -> {
+            KeyOrigin found = null;
+            try (PreparedStatement ps = tx.prepareStatement(ADOPT_FOR_RESULTS)) {
+                ps.setArray(1, tx.createArrayOf("text", identities.lookup(Operation.CHARGE, clientId, key).toArray()));
+                ps.setString(2, clientId);
+                // An HTTP row has no key stored; a command's row keeps its event id: the key of its result records.
+                ps.setString(3, origin);
+                ps.setString(4, key.value());
+                ps.setString(5, key.value());
+                ps.setString(6, origin);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        found = new KeyOrigin(rs.getString("id"), rs.getString("origin"),
+                                IntentStatus.fromColumn(rs.getString("status")) == IntentStatus.PROCESSING);
                     }
                 }
-                if (found != null && found.origin() == null && !found.processing()) {
-                    queueLaterState(tx, found.id(), render); // only a 202 with a known state queues anything
-                }
-                tx.commit();
-                return Optional.ofNullable(found);
-            } catch (SQLException | RuntimeException e) {
-                tx.rollback();
-                throw e;
             }
-        } catch (SQLException e) {
-            throw DatabaseFailures.of(e);
-        }
+            if (found != null && found.origin() == null && !found.processing()) {
+                queueLaterState(tx, found.id(), render); // only a 202 with a known state queues anything
+            }
+            return Optional.ofNullable(found);
+        });
     }
 
     /** @param origin the row's origin before the command met it (null: claimed over HTTP) */
@@ -1572,21 +1563,30 @@ public class IdempotencyStore {
      * lock is taken by a statement of its own: one statement's snapshot is older than a lock it waited for.
      */
     private Optional<Row> underKeyLock(int lockName, String sql, Binder binder, RowReader reader) {
+        return inTransaction(tx -> {
+            lockKey(tx, lockName);
+            try (PreparedStatement ps = tx.prepareStatement(sql)) {
+                binder.bind(ps);
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? Optional.ofNullable(reader.read(rs)) : Optional.<Row>empty();
+                }
+            }
+        });
+    }
+
+    @FunctionalInterface
+    private interface InTransaction<T> {
+        T run(Connection tx) throws SQLException;
+    }
+
+    /** {@code work} in one transaction on the primary: committed when it returns, rolled back when it throws. */
+    private <T> T inTransaction(InTransaction<T> work) {
         try (Connection tx = primary.getConnection()) {
             tx.setAutoCommit(false);
             try {
-                lockKey(tx, lockName);
-                Row row = null;
-                try (PreparedStatement ps = tx.prepareStatement(sql)) {
-                    binder.bind(ps);
-                    try (ResultSet rs = ps.executeQuery()) {
-                        if (rs.next()) {
-                            row = reader.read(rs);
-                        }
-                    }
-                }
+                T result = work.run(tx);
                 tx.commit();
-                return Optional.ofNullable(row);
+                return result;
             } catch (SQLException | RuntimeException e) {
                 tx.rollback();
                 throw e;
