@@ -234,9 +234,9 @@ class ReadReplicaIT {
 
     private NaiveAnswer naiveCharge(String key) throws Exception {
         try (Connection replica = TestReplica.connect(env.database); PreparedStatement ps = replica.prepareStatement(
-                "SELECT payment_intent FROM naive_charges WHERE client_id = ? AND stripe_identity = ?")) {
+                "SELECT payment_intent FROM naive_charges WHERE client_id = ? AND idempotency_key = ?")) {
             ps.setString(1, TestClients.ACME);
-            ps.setString(2, dev.chargeonce.testing.TestKeys.identity(TestClients.ACME, key));
+            ps.setString(2, key);
             try (ResultSet rs = ps.executeQuery()) {
                 if (rs.next()) {
                     return new NaiveAnswer(rs.getString(1), true, false);

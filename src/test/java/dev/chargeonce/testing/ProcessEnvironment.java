@@ -104,10 +104,13 @@ public final class ProcessEnvironment implements AutoCloseable {
 
     /** The status of the row of this Idempotency-Key, or null when there is none. */
     public String rowStatus(String idempotencyKey) throws SQLException {
+        // An HTTP row by its identity under a test client; a Kafka command's row (any client) by its event id, the one
+        // key rows keep.
         try (Connection c = connect(); java.sql.PreparedStatement ps = c.prepareStatement(
-                "SELECT status FROM stripe_intents WHERE stripe_identity IN (?, ?)")) {
+                "SELECT status FROM stripe_intents WHERE stripe_identity IN (?, ?) OR (idempotency_key = ? AND origin IS NOT NULL)")) {
             ps.setString(1, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.ACME, idempotencyKey));
             ps.setString(2, dev.chargeonce.testing.TestKeys.identity(dev.chargeonce.testing.TestClients.GLOBEX, idempotencyKey));
+            ps.setString(3, idempotencyKey);
             try (java.sql.ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? rs.getString(1) : null;
             }
