@@ -1574,26 +1574,8 @@ public class IdempotencyStore {
         });
     }
 
-    @FunctionalInterface
-    private interface InTransaction<T> {
-        T run(Connection tx) throws SQLException;
-    }
-
-    /** {@code work} in one transaction on the primary: committed when it returns, rolled back when it throws. */
-    private <T> T inTransaction(InTransaction<T> work) {
-        try (Connection tx = primary.getConnection()) {
-            tx.setAutoCommit(false);
-            try {
-                T result = work.run(tx);
-                tx.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                tx.rollback();
-                throw e;
-            }
-        } catch (SQLException e) {
-            throw DatabaseFailures.of(e);
-        }
+    private <T> T inTransaction(Transactions.Work<T> work) {
+        return Transactions.inTransaction(primary, work);
     }
 
     /** Class 0x6b657973 ("keys") of advisory locks: a key's claim while writers differ (nothing else takes one). */

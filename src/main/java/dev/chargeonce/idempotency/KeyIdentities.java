@@ -106,11 +106,6 @@ public class KeyIdentities {
         return all;
     }
 
-    /** Whether a key's row may have an identity other than the write version's (then lookups try them all). */
-    public boolean dualRead() {
-        return lookupVersions.size() > 1;
-    }
-
     /**
      * Whether instances writing another version may be claiming now (a rollout of a new version): then a new key's
      * claim first takes a lock named by {@link #lockName}, the same for every version, so that two claims of one key

@@ -2,6 +2,7 @@ package dev.chargeonce.reconcile;
 
 import dev.chargeonce.idempotency.DatabaseFailures;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import dev.chargeonce.idempotency.Transactions;
 import io.agroal.api.AgroalDataSource;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.sql.Connection;
@@ -418,11 +419,6 @@ public class ReconciliationStore {
         T read(ResultSet rs) throws SQLException;
     }
 
-    @FunctionalInterface
-    private interface Work<T> {
-        T run(Connection tx) throws SQLException;
-    }
-
     private <T> T query(String sql, Binder binder, Reader<T> reader) {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             binder.bind(ps);
@@ -443,22 +439,8 @@ public class ReconciliationStore {
         }
     }
 
-    private <T> T inTransaction(Work<T> work) {
-        try (Connection tx = primary.getConnection()) {
-            tx.setAutoCommit(false);
-            try {
-                T result = work.run(tx);
-                tx.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                tx.rollback();
-                throw e;
-            } finally {
-                tx.setAutoCommit(true);
-            }
-        } catch (SQLException e) {
-            throw DatabaseFailures.of(e);
-        }
+    private <T> T inTransaction(Transactions.Work<T> work) {
+        return Transactions.inTransaction(primary, work);
     }
 
     private static Instant instant(ResultSet rs, String column) throws SQLException {

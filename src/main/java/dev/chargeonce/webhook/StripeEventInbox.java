@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chargeonce.operation.Settlement;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
+import dev.chargeonce.idempotency.Transactions;
 import dev.chargeonce.stripe.StripeGateway;
 import dev.chargeonce.web.ApiException;
 import io.agroal.api.AgroalDataSource;
@@ -74,20 +75,9 @@ public class StripeEventInbox {
     /** An event as Stripe sent it (the signature checked, or listed by the Events API): recorded and applied once. */
     public Received receive(String payload, String source) {
         Envelope event = Envelope.parse(payload);
-        try (Connection tx = primary.getConnection()) {
-            tx.setAutoCommit(false);
-            try {
-                Received result = receive(tx, event, payload, source);
-                tx.commit();
-                received.get(result).increment();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                tx.rollback();
-                throw e;
-            }
-        } catch (SQLException e) {
-            throw DatabaseFailures.of(e);
-        }
+        Received result = Transactions.inTransaction(primary, tx -> receive(tx, event, payload, source));
+        received.get(result).increment();
+        return result;
     }
 
     private Received receive(Connection tx, Envelope event, String payload, String source) throws SQLException {
