@@ -275,7 +275,12 @@ public class CommandConsumer {
             OffsetAndMetadata kafka = committed.get(partition);
             Long databaseNext = stored.get(partition.partition());
             OptionalLong from = readAgainFrom(databaseNext, kafka, () -> beginning(consumer, partition));
-            if (from.isPresent()) {
+            if (from.isPresent() && kafka == null) {
+                LOG.warnf("partition %s: Kafka has no offset for group %s (expired after offsets.retention.minutes, or"
+                        + " deleted) and the database has %d: going on from there, not from the earliest record",
+                        partition, config.groupId(), from.getAsLong());
+                consumer.seek(partition, from.getAsLong());
+            } else if (from.isPresent()) {
                 LOG.warnf("partition %s: the database's offset %d is behind Kafka's %d (commits lost by a failover or a"
                         + " restore): reading the records from %d again", partition, databaseNext, kafka.offset(), from.getAsLong());
                 consumer.seek(partition, from.getAsLong());
@@ -296,7 +301,13 @@ public class CommandConsumer {
      * else is newer than the database's by design, and reading from the database's would undo it.
      */
     static OptionalLong readAgainFrom(Long databaseNext, OffsetAndMetadata committed, java.util.function.LongSupplier beginning) {
-        if (committed == null || !STORED_IN_DATABASE.equals(committed.metadata())) {
+        if (committed == null) {
+            // Kafka forgot the group's offsets (an empty group for longer than the broker's offsets.retention.minutes,
+            // or deleted) and would start from the earliest record: commands whose rows the key retention purged
+            // would be claimed again, new charges. The database kept them: the group goes on from there.
+            return databaseNext == null ? OptionalLong.empty() : OptionalLong.of(databaseNext);
+        }
+        if (!STORED_IN_DATABASE.equals(committed.metadata())) {
             return OptionalLong.empty();
         }
         if (databaseNext == null) {

@@ -42,6 +42,16 @@ class OffsetTakeUpTest {
     @Test
     void nothingToCompareWithIsNothingToReadAgain() {
         assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(null, new OffsetAndMetadata(6), () -> 0), "an earlier release's");
-        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(3L, null, () -> 0), "a new group");
+        assertEquals(OptionalLong.empty(), CommandConsumer.readAgainFrom(null, null, () -> 0), "a new group");
+    }
+
+    /**
+     * Kafka forgets a group's offsets (an empty group for longer than the broker's {@code offsets.retention.minutes},
+     * a group deleted by hand): the group would start from {@code earliest} and claim again commands whose rows the
+     * key retention has purged, new charges. The database keeps the group's offsets: they are where it goes on.
+     */
+    @Test
+    void offsetsKafkaForgotAreTakenFromTheDatabase() {
+        assertEquals(OptionalLong.of(3), CommandConsumer.readAgainFrom(3L, null, () -> 0));
     }
 }

@@ -12,6 +12,10 @@ import dev.chargeonce.testing.KafkaBroker;
 import dev.chargeonce.testing.KafkaTestClients;
 import dev.chargeonce.testing.ProcessEnvironment;
 import dev.chargeonce.testing.ServiceProcess;
+import dev.chargeonce.testing.StreamingStandby;
+import dev.chargeonce.testing.TcpProxy;
+import dev.chargeonce.testing.TestPostgres;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -201,10 +205,13 @@ class KafkaIngressIT {
         config.put("chargeonce.kafka.max-poll-records", "5");
         ServiceProcess first = start("kafka-group-a", config);
         ServiceProcess second = start("kafka-group-b", config);
-        // A second per charge at Stripe: about 6 charges a second over 6 partitions, so the group changes mid-way.
+        // A second per charge at Stripe, so the group changes mid-way (a poll brings 5 records, worked in order
+        // within a partition: a few charges a second at most). The three changes need 6 + 10 + 10 rows with more
+        // to come: 72 commands leave about 40 behind the last change on any machine, since the pace is Stripe's
+        // latency, not the CPU (180 commands took three minutes).
         env.stripe.setLatencyMillis(1_000);
         List<String> events = new ArrayList<>();
-        for (int i = 0; i < 180; i++) {
+        for (int i = 0; i < 72; i++) {
             String event = "evt-" + i + "-" + UUID.randomUUID();
             events.add(event);
             kafka.send(commands, event, command(100 + i, "O-" + i));
@@ -280,6 +287,71 @@ class KafkaIngressIT {
     }
 
     /**
+     * A real failover: the service's own primary streams to an asynchronous standby; the replication link is cut, so
+     * the standby misses the commits of the last three commands (their rows, their results, the offset stored after
+     * them), which Kafka has acknowledged; the primary dies, the standby is promoted, and the service's database
+     * address leads to it, with the consumer running all along (no rebalance). The lost commands are read again and
+     * charged with the same Stripe keys: every command has its one PaymentIntent, none has two.
+     */
+    @Test
+    void aRealFailoverToAStandbyThatMissedTheLastCommitsLosesNoCommandAndChargesNoneTwice() throws Exception {
+        EmbeddedPostgres primary = TestPostgres.startServer();
+        TcpProxy replicationLink = new TcpProxy(primary.getPort());
+        StreamingStandby standby = null;
+        boolean primaryStopped = false;
+        try {
+            TestPostgres.createDatabase(primary.getPort(), "kafka_failover");
+            env.close();
+            env = new ProcessEnvironment(primary.getPort(), "kafka_failover");
+            standby = StreamingStandby.start(primary.getPort(), replicationLink.port(), "kafka_failover", Duration.ZERO);
+            kafka.createTopics(1, commands, results, deadLetters);
+            ServiceProcess service = start("kafka-failover", config(Duration.ofSeconds(4)));
+            List<String> events = new ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                events.add("evt-" + i + "-" + UUID.randomUUID());
+            }
+            for (String event : events.subList(0, 3)) {
+                kafka.send(commands, event, command(900 + events.indexOf(event), "O-" + event));
+            }
+            await("the first commands are acknowledged", Duration.ofSeconds(60),
+                    () -> kafka.committedTotal(group, commands) == 3 && storedOffset() == 3 && outboxUnsent() == 0);
+            standby.awaitCaughtUp(Duration.ofSeconds(60));
+
+            replicationLink.cut();   // the standby gets nothing more: what follows is on the primary only
+            for (String event : events.subList(3, 6)) {
+                kafka.send(commands, event, command(900 + events.indexOf(event), "O-" + event));
+            }
+            await("the last commands are acknowledged", Duration.ofSeconds(60),
+                    () -> kafka.committedTotal(group, commands) == 6 && storedOffset() == 6 && finishedRows() == 6);
+
+            env.databaseProxy.cut();
+            primary.close();                                     // the primary dies
+            primaryStopped = true;
+            standby.promote(Duration.ofSeconds(60));              // the failover
+            try (Connection c = standby.connect("kafka_failover"); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT (SELECT count(*) FROM stripe_intents),"
+                         + " (SELECT sum(next_offset) FROM kafka_offsets WHERE group_id = '" + group + "')")) {
+                rs.next();
+                assertEquals(3, rs.getLong(1), "the promoted standby lost the last three commands' rows");
+                assertEquals(3, rs.getLong(2), "and the offset stored after them");
+            }
+            assertEquals(6, kafka.committedTotal(group, commands), "which Kafka has acknowledged");
+            env.failOverTo(standby.port());                       // the service's address leads to the new primary
+
+            auditLostCommandsChargedOnce(service, events);
+            assertEquals(events.size(), env.stripe.ledger().size(), "no PaymentIntent beyond the commands'");
+        } finally {
+            if (standby != null) {
+                standby.close();
+            }
+            replicationLink.close();
+            if (!primaryStopped) {
+                primary.close();
+            }
+        }
+    }
+
+    /**
      * A failover under a batch: the rows of its records committed, then lost before the offset that acknowledges
      * them is stored (the database's offset, stored before them, survives). The statement that stores the offset
      * finds the rows missing: the partition is read again, and the lost commands are charged, once.
@@ -332,6 +404,47 @@ class KafkaIngressIT {
 
     private long storedOffset() {
         return count("SELECT coalesce(sum(next_offset), -1) FROM kafka_offsets WHERE group_id = '" + group + "'");
+    }
+
+    /**
+     * Kafka forgets the offsets of a group that stayed empty longer than the broker's
+     * {@code offsets.retention.minutes} (7 days by default), and the group would start again from the earliest
+     * record (or a group deleted by hand): commands whose rows the key retention purged would be claimed again, new
+     * charges once Stripe has forgotten their keys. The database keeps the group's offsets, and the group goes on
+     * from them: nothing acknowledged is read again.
+     */
+    @Test
+    void offsetsKafkaForgotAreTakenFromTheDatabase() throws Exception {
+        kafka.createTopics(1, commands, results, deadLetters);
+        List<String> old = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            old.add("evt-" + i + "-" + UUID.randomUUID());
+            kafka.send(commands, old.get(i), command(500 + i, "O-" + i));
+        }
+        Map<String, String> config = config(Duration.ofSeconds(4));
+        ServiceProcess first = start("kafka-forgotten-a", config);
+        await("the commands are acknowledged", Duration.ofSeconds(60), () -> kafka.committedTotal(group, commands) == old.size());
+        await("their results are published", Duration.ofSeconds(30), () -> outboxUnsent() == 0);
+        int exit = first.terminate(Duration.ofSeconds(60));   // the group is empty now
+        assertTrue(exit == 0 || exit == 143, "it stopped on SIGTERM: " + exit);
+        kafka.forgetGroup(group);
+        assertEquals(Map.of(), kafka.committed(group, commands), "Kafka has no offset for the group any more");
+        // The key retention purged the rows (and Stripe forgot the keys): a command read again would be charged again.
+        try (Connection c = env.connect(); Statement s = c.createStatement()) {
+            s.executeUpdate("DELETE FROM kafka_outbox");
+            assertEquals(old.size(), s.executeUpdate("DELETE FROM stripe_intents WHERE client_id = '" + CLIENT + "'"));
+        }
+        long createsBefore = env.stripe.createRequests();
+
+        String fresh = "evt-new-" + UUID.randomUUID();
+        kafka.send(commands, fresh, command(600, "O-new"));
+        ServiceProcess second = start("kafka-forgotten-b", config);
+        await("the new command is acknowledged", Duration.ofSeconds(60), () -> kafka.committedTotal(group, commands) == old.size() + 1);
+        await("its result is published", Duration.ofSeconds(30), () -> outboxUnsent() == 0);
+        assertEquals(1, rows(), "only the new command was claimed: none of the acknowledged ones was read again");
+        assertEquals("completed", rowStatus(fresh));
+        assertEquals(createsBefore + 1, env.stripe.createRequests(), "one Stripe create: the new command's");
+        assertEquals(0, metric(second, "chargeonce_kafka_redeliveries_total"), "nothing was read again");
     }
 
     // ---- the producer's side ------------------------------------------------------------------------------------

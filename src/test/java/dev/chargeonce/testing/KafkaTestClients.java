@@ -123,6 +123,18 @@ public final class KafkaTestClients implements AutoCloseable {
         }
     }
 
+    /**
+     * Deletes the group and its committed offsets, as the broker does when the group stayed empty for longer than
+     * {@code offsets.retention.minutes} (the group must have no member left).
+     */
+    public void forgetGroup(String group) {
+        try {
+            admin.deleteConsumerGroups(List.of(group)).all().get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("could not delete group " + group, e);
+        }
+    }
+
     /** The sum of the group's committed offsets over the topic (how many records it acknowledged). */
     public long committedTotal(String group, String topic) {
         return committed(group, topic).values().stream().mapToLong(Long::longValue).sum();

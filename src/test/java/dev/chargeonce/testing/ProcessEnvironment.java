@@ -19,15 +19,34 @@ public final class ProcessEnvironment implements AutoCloseable {
     public final String database;
     public final TcpProxy databaseProxy;
     public final StripeSandbox stripe;
+    /** The server the proxy leads to: the suite's PostgreSQL, or a test's own (then, after a failover, its standby). */
+    private volatile int serverPort;
 
     public ProcessEnvironment(String prefix) {
+        this(TestPostgres.port(), TestPostgres.newDatabase(prefix));
+    }
+
+    /** On a server the test started itself ({@link TestPostgres#startServer()}), database {@code database} there. */
+    public ProcessEnvironment(int serverPort, String database) {
         try {
-            this.database = TestPostgres.newDatabase(prefix);
-            this.databaseProxy = new TcpProxy(TestPostgres.port());
+            this.serverPort = serverPort;
+            this.database = database;
+            this.databaseProxy = new TcpProxy(serverPort);
             this.stripe = StripeSandbox.start(0);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * A failover as the services see it: every connection to the old server is dropped, and the address they know
+     * leads to the server on {@code port} (the promoted standby) from now on; {@link #connect()} too.
+     */
+    public void failOverTo(int port) {
+        databaseProxy.cut();
+        databaseProxy.retarget(port);
+        serverPort = port;
+        databaseProxy.restore();
     }
 
     /** Config for a service process: database through the proxy, the sandbox, the test clients, short leases. */
@@ -71,7 +90,7 @@ public final class ProcessEnvironment implements AutoCloseable {
 
     /** A direct connection to the test database (not through the proxy), to inspect rows. */
     public Connection connect() throws SQLException {
-        return DriverManager.getConnection(TestPostgres.jdbcUrl(TestPostgres.port(), database), "postgres", "postgres");
+        return DriverManager.getConnection(TestPostgres.jdbcUrl(serverPort, database), "postgres", "postgres");
     }
 
     /** Waits until the sandbox has received {@code n} create requests (the service is now "charging"). */

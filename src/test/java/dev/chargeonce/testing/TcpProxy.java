@@ -13,12 +13,13 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A TCP proxy the test owns, in front of a server it started: {@link #cut()} drops every connection and refuses
- * new ones (a database outage as the service sees it), {@link #restore()} lets traffic through again.
+ * new ones (a database outage as the service sees it), {@link #restore()} lets traffic through again,
+ * {@link #retarget(int)} sends it elsewhere.
  */
 public final class TcpProxy implements AutoCloseable {
 
     private final ServerSocket listener;
-    private final int targetPort;
+    private volatile int targetPort;
     private final Set<Socket> open = ConcurrentHashMap.newKeySet();
     private final AtomicLong connectionsAccepted = new AtomicLong();
     private final AtomicLong bytesToTarget = new AtomicLong();
@@ -57,6 +58,14 @@ public final class TcpProxy implements AutoCloseable {
 
     public void restore() {
         cut = false;
+    }
+
+    /**
+     * New connections go to {@code port} from now on (a failover: the address the service knows now leads to the
+     * promoted standby); open ones are left as they are, {@link #cut()} first to drop them.
+     */
+    public void retarget(int port) {
+        targetPort = port;
     }
 
     private void accept() {

@@ -22,28 +22,42 @@ public final class TestPostgres {
 
     public static synchronized EmbeddedPostgres server() {
         if (server == null) {
-            try {
-                server = EmbeddedPostgres.builder()
-                        .setServerConfig("max_connections", "300")
-                        .setServerConfig("wal_level", "replica")
-                        .setServerConfig("max_wal_senders", "10")
-                        .setServerConfig("fsync", "off")
-                        .start();
-            } catch (IOException e) {
-                throw new UncheckedIOException("could not start the test PostgreSQL", e);
-            }
+            server = startServer();
         }
         return server;
+    }
+
+    /**
+     * A server of the test's own, configured like the suite's, for a test that stops it (a failover): the test
+     * closes it. Its {@code postgres} database is there; make others with {@link #createDatabase}.
+     */
+    public static EmbeddedPostgres startServer() {
+        try {
+            return EmbeddedPostgres.builder()
+                    .setServerConfig("max_connections", "300")
+                    .setServerConfig("wal_level", "replica")
+                    .setServerConfig("max_wal_senders", "10")
+                    .setServerConfig("fsync", "off")
+                    .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not start a test PostgreSQL", e);
+        }
+    }
+
+    /** Creates database {@code name} on the server on {@code port}. */
+    public static void createDatabase(int port, String name) {
+        try (Connection c = java.sql.DriverManager.getConnection(jdbcUrl(port, "postgres"), "postgres", "postgres");
+             Statement s = c.createStatement()) {
+            s.execute("CREATE DATABASE " + name);
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not create database " + name, e);
+        }
     }
 
     /** Creates an empty database and returns its name. */
     public static String newDatabase(String prefix) {
         String name = prefix + "_" + DATABASES.incrementAndGet() + "_" + ProcessHandle.current().pid();
-        try (Connection c = server().getPostgresDatabase().getConnection(); Statement s = c.createStatement()) {
-            s.execute("CREATE DATABASE " + name);
-        } catch (SQLException e) {
-            throw new IllegalStateException("could not create database " + name, e);
-        }
+        createDatabase(port(), name);
         return name;
     }
 
