@@ -95,6 +95,15 @@ public final class ServiceProcess implements AutoCloseable {
         awaitReady(Duration.ofSeconds(60), launch());
     }
 
+    /** What the process (its latest start) has written to its log so far. */
+    public String log() {
+        try {
+            return Files.readString(Path.of("target", "process-logs", name + "-" + starts + ".log"));
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
     private File launch() {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElse("java"));
@@ -244,9 +253,15 @@ public final class ServiceProcess implements AutoCloseable {
             // not Linux, or unreadable: keep the usual default
         }
         int low = Math.max(1024, Math.min(20_000, ephemeralLow - 2_000));
+        // Test JVMs run side by side (failsafe's forks): each takes ports from its own slice of the range, so that
+        // two of them never hand out the same port (each remembers only its own).
+        int forks = Integer.getInteger("chargeonce.test.forks", 1);
+        int fork = Math.floorMod(Integer.getInteger("chargeonce.test.fork", 1) - 1, forks);
+        int slice = (ephemeralLow - low) / forks;
+        low += fork * slice;
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
         for (int attempt = 0; attempt < 500; attempt++) {
-            int port = low + random.nextInt(ephemeralLow - low);
+            int port = low + random.nextInt(slice);
             if (!HANDED_OUT.add(port)) {
                 continue;
             }
