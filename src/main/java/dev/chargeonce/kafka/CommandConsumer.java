@@ -17,6 +17,7 @@ import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
@@ -67,6 +68,7 @@ public class CommandConsumer {
     /** Assigned partitions not compared with the database yet (it could not be read): paused until they are. */
     private final Set<TopicPartition> unverified = new HashSet<>();
     private long nextVerifyAttempt;
+    private final dev.chargeonce.idempotency.IdempotencyConfig keys;
 
     /**
      * The metadata of every offset this consumer commits to Kafka: the offset is in the database too. A committed
@@ -76,8 +78,10 @@ public class CommandConsumer {
     static final String STORED_IN_DATABASE = "chargeonce:stored-in-database";
 
     CommandConsumer(KafkaConfig config, RecoveryConfig recovery, CommandHandler handler, DeadLetters deadLetters,
-                    KafkaMetrics metrics, ResultRelay relay, KafkaProducers producers, ConsumedOffsets offsets) {
+                    KafkaMetrics metrics, ResultRelay relay, KafkaProducers producers, ConsumedOffsets offsets,
+                    dev.chargeonce.idempotency.IdempotencyConfig keys) {
         this.offsets = offsets;
+        this.keys = keys;
         this.config = config;
         this.recovery = recovery;
         this.handler = handler;
@@ -154,7 +158,40 @@ public class CommandConsumer {
         }
     }
 
+    /**
+     * Whether the commands topic drops its records before their rows are purged ({@link TopicRetention}); when it
+     * does not, or its settings cannot be read, says so and waits: no record is read until they can be trusted.
+     */
+    private boolean topicRetentionAllows() {
+        try {
+            Optional<String> problem = TopicRetention.problem(config.commandsTopic(),
+                    TopicRetention.read(KafkaClients.admin(config, Instances.NAME), config.commandsTopic(), Duration.ofSeconds(30)),
+                    keys.keptFor());
+            metrics.topicRetentionRefused(problem.isPresent());
+            if (problem.isPresent()) {
+                LOG.errorf("not consuming the commands topic: %s (read again in %s)", problem.get(), config.topicCheckInterval());
+                long until = System.nanoTime() + config.topicCheckInterval().toNanos();
+                while (running && System.nanoTime() - until < 0) {
+                    sleep(200);
+                }
+                return false;
+            }
+            return true;
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            LOG.warnf("not consuming yet: the settings of topic %s could not be read (%s); again in %s",
+                    config.commandsTopic(), e.getMessage(), config.retryBackoff());
+            sleep(config.retryBackoff().toMillis());
+            return false;
+        }
+    }
+
     private void consume() {
+        if (!topicRetentionAllows()) {
+            return;
+        }
         // A consumer started again owns nothing yet: what the last one knew of its partitions goes with it.
         pausedUntil.clear();
         storedNext.clear();
@@ -185,7 +222,14 @@ public class CommandConsumer {
                 }
             });
             long nextGauge = 0;
+            long nextRetentionCheck = System.nanoTime() + config.topicCheckInterval().toNanos();
             while (running) {
+                if (System.nanoTime() - nextRetentionCheck > 0) {
+                    if (!topicRetentionAllows()) {
+                        return; // leaves the group: what was handled is committed, the rest waits in the topic
+                    }
+                    nextRetentionCheck = System.nanoTime() + config.topicCheckInterval().toNanos();
+                }
                 takeUpUnverified(consumer);
                 resumeDue(consumer);
                 ConsumerRecords<byte[], byte[]> records;
@@ -275,12 +319,7 @@ public class CommandConsumer {
             OffsetAndMetadata kafka = committed.get(partition);
             Long databaseNext = stored.get(partition.partition());
             OptionalLong from = readAgainFrom(databaseNext, kafka, () -> beginning(consumer, partition));
-            if (from.isPresent() && kafka == null) {
-                LOG.warnf("partition %s: Kafka has no offset for group %s (expired after offsets.retention.minutes, or"
-                        + " deleted) and the database has %d: going on from there, not from the earliest record",
-                        partition, config.groupId(), from.getAsLong());
-                consumer.seek(partition, from.getAsLong());
-            } else if (from.isPresent()) {
+            if (from.isPresent()) {
                 LOG.warnf("partition %s: the database's offset %d is behind Kafka's %d (commits lost by a failover or a"
                         + " restore): reading the records from %d again", partition, databaseNext, kafka.offset(), from.getAsLong());
                 consumer.seek(partition, from.getAsLong());
@@ -301,13 +340,7 @@ public class CommandConsumer {
      * else is newer than the database's by design, and reading from the database's would undo it.
      */
     static OptionalLong readAgainFrom(Long databaseNext, OffsetAndMetadata committed, java.util.function.LongSupplier beginning) {
-        if (committed == null) {
-            // Kafka forgot the group's offsets (an empty group for longer than the broker's offsets.retention.minutes,
-            // or deleted) and would start from the earliest record: commands whose rows the key retention purged
-            // would be claimed again, new charges. The database kept them: the group goes on from there.
-            return databaseNext == null ? OptionalLong.empty() : OptionalLong.of(databaseNext);
-        }
-        if (!STORED_IN_DATABASE.equals(committed.metadata())) {
+        if (committed == null || !STORED_IN_DATABASE.equals(committed.metadata())) {
             return OptionalLong.empty();
         }
         if (databaseNext == null) {

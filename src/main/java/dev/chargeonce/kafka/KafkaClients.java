@@ -57,6 +57,16 @@ final class KafkaClients {
         return p;
     }
 
+    /** For an admin client: reads the commands topic's settings ({@link TopicRetention}). */
+    static Map<String, Object> admin(KafkaConfig config, String instance) {
+        Map<String, Object> p = new java.util.HashMap<>();
+        common(config).forEach((k, v) -> p.put(k.toString(), v));
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "chargeonce-admin-" + instance);
+        // Only client settings an admin client knows: the consumer's and producer's own are left out.
+        p.keySet().retainAll(org.apache.kafka.clients.admin.AdminClientConfig.configNames());
+        return p;
+    }
+
     private static Properties common(KafkaConfig config) {
         Properties p = new Properties();
         for (Map.Entry<String, String> extra : config.client().entrySet()) {

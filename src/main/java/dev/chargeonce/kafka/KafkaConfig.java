@@ -76,6 +76,13 @@ public interface KafkaConfig {
     Duration gaugeInterval();
 
     /**
+     * How often the consumer reads the commands topic's retention again ({@link TopicRetention}): a topic that keeps
+     * records longer than their rows live is not consumed.
+     */
+    @WithDefault("5m")
+    Duration topicCheckInterval();
+
+    /**
      * Testing only: how long the consumer waits, after the records' rows are committed, before it commits their
      * offsets. Widens the crash window between the database commit and the offset commit so that a process test can
      * kill the service inside it. 0 (the default) in production.

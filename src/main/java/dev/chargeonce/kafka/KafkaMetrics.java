@@ -33,6 +33,7 @@ public class KafkaMetrics {
     private final MeterRegistry registry;
     private final AtomicLong lag = new AtomicLong();
     private final AtomicLong backlog = new AtomicLong();
+    private final AtomicLong topicRetentionRefused = new AtomicLong();
     private final AtomicReference<Double> oldest = new AtomicReference<>(0.0);
     private Counter redeliveries;
     private Counter duplicates;
@@ -58,6 +59,7 @@ public class KafkaMetrics {
         rewinds = registry.counter("chargeonce.kafka.offset.rewinds");
         registry.gauge("chargeonce.kafka.consumer.lag", lag);
         registry.gauge("chargeonce.kafka.outbox.backlog", backlog);
+        registry.gauge("chargeonce.kafka.commands.topic.refused", topicRetentionRefused);
         registry.gauge("chargeonce.kafka.outbox.oldest.age.seconds", oldest, AtomicReference::get);
     }
 
@@ -70,6 +72,11 @@ public class KafkaMetrics {
             default -> {
             }
         }
+    }
+
+    /** 1 while the commands topic is not consumed because it keeps records longer than their rows live. */
+    void topicRetentionRefused(boolean refused) {
+        topicRetentionRefused.set(refused ? 1 : 0);
     }
 
     void rewound() {

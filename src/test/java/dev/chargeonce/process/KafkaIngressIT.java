@@ -407,44 +407,67 @@ class KafkaIngressIT {
     }
 
     /**
-     * Kafka forgets the offsets of a group that stayed empty longer than the broker's
-     * {@code offsets.retention.minutes} (7 days by default), and the group would start again from the earliest
-     * record (or a group deleted by hand): commands whose rows the key retention purged would be claimed again, new
-     * charges once Stripe has forgotten their keys. The database keeps the group's offsets, and the group goes on
-     * from them: nothing acknowledged is read again.
+     * A group reads a partition from its earliest record when Kafka has no offset for it (offsets expired after the
+     * broker's {@code offsets.retention.minutes}, a group deleted, a topic made again), so a record must never outlive
+     * its row: a commands topic that keeps records for ever (or longer than the rows live) is not consumed, and the
+     * service says why; once its retention is set right, the waiting command is charged.
      */
     @Test
-    void offsetsKafkaForgotAreTakenFromTheDatabase() throws Exception {
+    void aCommandsTopicThatKeepsRecordsLongerThanTheirRowsIsNotConsumed() throws Exception {
+        kafka.createTopic(commands, 1, Map.of("retention.ms", "-1"));
+        kafka.createTopics(1, results, deadLetters);
+        String event = "evt-" + UUID.randomUUID();
+        kafka.send(commands, event, command(530, "O-530"));
+        Map<String, String> config = config(Duration.ofSeconds(4));
+        config.put("chargeonce.kafka.topic-check-interval", "2s");
+        ServiceProcess service = start("kafka-retention", config);
+        await("the service says why it does not consume", Duration.ofSeconds(90),
+                () -> service.log().contains("not consuming the commands topic: topic " + commands + " has retention.ms=-1"));
+        assertEquals(1, metric(service, "chargeonce_kafka_commands_topic_refused"));
+        Thread.sleep(3_000);
+        assertEquals(0, rows(), "nothing was claimed");
+        assertEquals(Map.of(), kafka.committed(group, commands), "nothing was acknowledged");
+
+        kafka.setTopicConfig(commands, "retention.ms", Long.toString(Duration.ofDays(7).toMillis()));
+        await("the command is charged once the topic drops records in time", Duration.ofSeconds(60),
+                () -> kafka.committedTotal(group, commands) == 1 && outboxUnsent() == 0 && finishedRows() == 1);
+        assertEquals("completed", rowStatus(event));
+        assertEquals(0, metric(service, "chargeonce_kafka_commands_topic_refused"));
+        auditExactlyOnce(List.of(event));
+    }
+
+    /**
+     * A commands topic deleted and made again under the same name: Kafka has no offset for it (its offsets went with
+     * it), the database has the old topic's (4), and the new topic's records are all new: none of them may be
+     * skipped because an old offset says 4. Every record produced since the offset was stored is read.
+     */
+    @Test
+    void aTopicMadeAgainUnderTheSameNameHasNoneOfItsRecordsSkipped() throws Exception {
         kafka.createTopics(1, commands, results, deadLetters);
-        List<String> old = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            old.add("evt-" + i + "-" + UUID.randomUUID());
-            kafka.send(commands, old.get(i), command(500 + i, "O-" + i));
+            kafka.send(commands, "evt-old-" + i + "-" + UUID.randomUUID(), command(520 + i, "O-old-" + i));
         }
         Map<String, String> config = config(Duration.ofSeconds(4));
-        ServiceProcess first = start("kafka-forgotten-a", config);
-        await("the commands are acknowledged", Duration.ofSeconds(60), () -> kafka.committedTotal(group, commands) == old.size());
-        await("their results are published", Duration.ofSeconds(30), () -> outboxUnsent() == 0);
-        int exit = first.terminate(Duration.ofSeconds(60));   // the group is empty now
+        ServiceProcess first = start("kafka-topic-again-a", config);
+        await("the old topic's commands are acknowledged", Duration.ofSeconds(60), () -> kafka.committedTotal(group, commands) == 4);
+        int exit = first.terminate(Duration.ofSeconds(60));
         assertTrue(exit == 0 || exit == 143, "it stopped on SIGTERM: " + exit);
-        kafka.forgetGroup(group);
-        assertEquals(Map.of(), kafka.committed(group, commands), "Kafka has no offset for the group any more");
-        // The key retention purged the rows (and Stripe forgot the keys): a command read again would be charged again.
-        try (Connection c = env.connect(); Statement s = c.createStatement()) {
-            s.executeUpdate("DELETE FROM kafka_outbox");
-            assertEquals(old.size(), s.executeUpdate("DELETE FROM stripe_intents WHERE client_id = '" + CLIENT + "'"));
-        }
-        long createsBefore = env.stripe.createRequests();
+        assertEquals(4, storedOffset(), "the database has the old topic's offset");
 
-        String fresh = "evt-new-" + UUID.randomUUID();
-        kafka.send(commands, fresh, command(600, "O-new"));
-        ServiceProcess second = start("kafka-forgotten-b", config);
-        await("the new command is acknowledged", Duration.ofSeconds(60), () -> kafka.committedTotal(group, commands) == old.size() + 1);
-        await("its result is published", Duration.ofSeconds(30), () -> outboxUnsent() == 0);
-        assertEquals(1, rows(), "only the new command was claimed: none of the acknowledged ones was read again");
-        assertEquals("completed", rowStatus(fresh));
-        assertEquals(createsBefore + 1, env.stripe.createRequests(), "one Stripe create: the new command's");
-        assertEquals(0, metric(second, "chargeonce_kafka_redeliveries_total"), "nothing was read again");
+        kafka.makeTopicAgain(commands, 1);
+        List<String> fresh = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {   // more than the old offset: a group going on from 4 would skip four of them
+            fresh.add("evt-new-" + i + "-" + UUID.randomUUID());
+            kafka.send(commands, fresh.get(i), command(620 + i, "O-new-" + i));
+        }
+        start("kafka-topic-again-b", config);
+        await("every new command is acknowledged", Duration.ofSeconds(60), () -> kafka.committedTotal(group, commands) == 6);
+        await("their results are published", Duration.ofSeconds(30), () -> outboxUnsent() == 0);
+        for (String event : fresh) {
+            assertEquals("completed", rowStatus(event), event + " was read and charged");
+            assertEquals(1, env.stripe.intentsForKey(dev.chargeonce.testing.TestKeys.identity(CLIENT, event)).size(), event);
+        }
+        assertEquals(10, rows(), "four old commands and six new ones, each charged once");
     }
 
     // ---- the producer's side ------------------------------------------------------------------------------------

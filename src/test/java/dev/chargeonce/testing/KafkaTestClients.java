@@ -59,6 +59,52 @@ public final class KafkaTestClients implements AutoCloseable {
         }
     }
 
+    /** Creates {@code topic} with these topic settings (e.g. {@code retention.ms}). */
+    public void createTopic(String topic, int partitions, Map<String, String> settings) {
+        try {
+            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(settings))).all().get(60, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("could not create " + topic, e);
+        }
+    }
+
+    /** Sets a topic setting, as {@code kafka-configs --alter} does. */
+    public void setTopicConfig(String topic, String name, String value) {
+        org.apache.kafka.common.config.ConfigResource resource =
+                new org.apache.kafka.common.config.ConfigResource(org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic);
+        try {
+            admin.incrementalAlterConfigs(Map.of(resource, List.of(new org.apache.kafka.clients.admin.AlterConfigOp(
+                    new org.apache.kafka.clients.admin.ConfigEntry(name, value), org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET))))
+                    .all().get(60, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("could not set " + name + " of " + topic, e);
+        }
+    }
+
+    /**
+     * Deletes {@code topic} (its records and every group's offsets for it) and makes it again under the same name,
+     * empty, once the broker has finished deleting it.
+     */
+    public void makeTopicAgain(String topic, int partitions) {
+        try {
+            admin.deleteTopics(List.of(topic)).all().get(60, TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (true) {
+                try {
+                    admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(60, TimeUnit.SECONDS);
+                    return;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    if (!(e.getCause() instanceof org.apache.kafka.common.errors.TopicExistsException) || System.nanoTime() > deadline) {
+                        throw e;
+                    }
+                    Thread.sleep(200); // still being deleted
+                }
+            }
+        } catch (Exception e) {
+            throw new IllegalStateException("could not make " + topic + " again", e);
+        }
+    }
+
     /** Produces and waits for the broker's acknowledgement. {@code key} null: a record without key. */
     public void send(String topic, Integer partition, String key, String value) {
         try {
