@@ -181,8 +181,10 @@ public class CommandConsumer {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
-            LOG.warnf("not consuming yet: the settings of topic %s could not be read (%s); again in %s",
-                    config.commandsTopic(), e.getMessage(), config.retryBackoff());
+            // Unknown is not allowed: the gauge says the topic is not consumed (a missing DescribeConfigs ACL stays visible).
+            metrics.topicRetentionRefused(true);
+            LOG.warnf("not consuming yet: the settings of topic %s could not be read (%s; the consumer needs"
+                    + " DescribeConfigs on it); again in %s", config.commandsTopic(), e.getMessage(), config.retryBackoff());
             sleep(config.retryBackoff().toMillis());
             return false;
         }

@@ -74,7 +74,10 @@ public class KafkaMetrics {
         }
     }
 
-    /** 1 while the commands topic is not consumed because it keeps records longer than their rows live. */
+    /**
+     * 1 while the commands topic is not consumed because it can keep records as long as their rows live, or its
+     * settings cannot be read.
+     */
     void topicRetentionRefused(boolean refused) {
         topicRetentionRefused.set(refused ? 1 : 0);
     }
