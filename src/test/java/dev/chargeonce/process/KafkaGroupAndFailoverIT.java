@@ -1,0 +1,212 @@
+package dev.chargeonce.process;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chargeonce.testing.ProcessEnvironment;
+import dev.chargeonce.testing.ServiceProcess;
+import dev.chargeonce.testing.StreamingStandby;
+import dev.chargeonce.testing.TcpProxy;
+import dev.chargeonce.testing.TestPostgres;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Kafka ingress through group changes and failovers, against a real broker and the packaged service: members
+ * joining, killed and leaving mid-processing; failovers that lose the last commits (simulated, under a batch, and a
+ * real asynchronous standby promoted): no command charged twice, none lost.
+ */
+class KafkaGroupAndFailoverIT extends KafkaProcessTestBase {
+
+    // ---- the group --------------------------------------------------------------------------------------------
+
+    @Test
+    void membersJoiningAndLeavingMidProcessingNeitherDuplicateNorLoseACommand() throws Exception {
+        kafka.createTopics(6, commands, results, deadLetters);
+        Map<String, String> config = config(Duration.ofSeconds(4));
+        config.put("chargeonce.kafka.max-poll-records", "5");
+        ServiceProcess first = start("kafka-group-a", config);
+        ServiceProcess second = start("kafka-group-b", config);
+        // A second per charge at Stripe, so the group changes mid-way (a poll brings 5 records, worked in order
+        // within a partition: a few charges a second at most). The three changes need 6 + 10 + 10 rows with more
+        // to come: 72 commands leave about 40 behind the last change on any machine, since the pace is Stripe's
+        // latency, not the CPU (180 commands took three minutes).
+        env.stripe.setLatencyMillis(1_000);
+        List<String> events = new ArrayList<>();
+        for (int i = 0; i < 72; i++) {
+            String event = "evt-" + i + "-" + UUID.randomUUID();
+            events.add(event);
+            kafka.send(commands, event, command(100 + i, "O-" + i));
+        }
+        await("processing is under way", Duration.ofSeconds(60), () -> rows() >= 6);
+        assertTrue(rows() < events.size(), "still processing when a member joins");
+        ServiceProcess third = start("kafka-group-c", config);   // a member joins: rebalance
+        long joined = rows();
+        await("more is processed", Duration.ofSeconds(60), () -> rows() >= joined + 10);
+        assertTrue(rows() < events.size(), "still processing when a member dies");
+        first.kill9();                                            // a member leaves without a word: rebalance
+        long killed = rows();
+        await("still more", Duration.ofSeconds(60), () -> rows() >= killed + 10);
+        assertTrue(rows() < events.size(), "still processing when a member leaves");
+        int exit = third.terminate(Duration.ofSeconds(60));   // a member leaves gracefully: rebalance
+        assertTrue(exit == 0 || exit == 143, "it stopped on SIGTERM (the JVM's 128 + 15), not by a crash: " + exit);
+        await("every command is acknowledged", Duration.ofSeconds(180),
+                () -> kafka.committedTotal(group, commands) == events.size());
+        env.stripe.setLatencyMillis(0);
+        await("every result is published", Duration.ofSeconds(60), () -> finishedRows() == events.size() && outboxUnsent() == 0);
+        assertTrue(second.isAlive());
+        auditExactlyOnce(events);
+    }
+
+    /**
+     * A failover to a standby that had not received the last commits: the rows of the last commands are gone, and
+     * so are the offsets stored after them, while Kafka's committed offset is not. The consumer, which keeps its
+     * partition (no rebalance), sees the database's offset behind the one it stored, reads those records again,
+     * and their claims make the rows again with the same Stripe keys: every command has its charge, none twice.
+     */
+    @Test
+    void aFailoverThatLosesCommitsHasTheLostCommandsReadAgainAndChargedOnce() throws Exception {
+        loseCommitsAndAudit(false);
+    }
+
+    /** The same loss found when the partition is taken up (the instance restarted, or a rebalance moved it). */
+    @Test
+    void aFailoverThatLosesCommitsWhileTheConsumerIsDownIsFoundWhenItTakesThePartitionUp() throws Exception {
+        loseCommitsAndAudit(true);
+    }
+
+    private void loseCommitsAndAudit(boolean downDuringTheLoss) throws Exception {
+        kafka.createTopics(1, commands, results, deadLetters);
+        ServiceProcess service = start("kafka-lost-commits", config(Duration.ofSeconds(4)));
+        List<String> events = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            String event = "evt-" + i + "-" + UUID.randomUUID();
+            events.add(event);
+            kafka.send(commands, event, command(700 + i, "O-" + i));
+        }
+        await("every command is acknowledged", Duration.ofSeconds(60),
+                () -> kafka.committedTotal(group, commands) == events.size() && finishedRows() == events.size());
+        assertEquals(events.size(), storedOffset(), "the offset is stored in the database too");
+
+        if (downDuringTheLoss) {
+            service.kill9();
+        }
+        // What the failover leaves: the last three commands' rows (and their queued results) are gone, and the
+        // database's offset is where it was before them. Kafka's committed offset still says 6.
+        List<String> lost = events.subList(3, 6);
+        try (Connection c = env.connect(); Statement s = c.createStatement()) {
+            String in = lost.stream().map(e -> "'" + e + "'").collect(java.util.stream.Collectors.joining(", "));
+            s.executeUpdate("DELETE FROM kafka_outbox WHERE event_id IN (" + in + ")");
+            assertEquals(3, s.executeUpdate("DELETE FROM stripe_intents WHERE client_id = '" + CLIENT + "' AND idempotency_key IN (" + in + ")"));
+            assertEquals(1, s.executeUpdate("UPDATE kafka_offsets SET next_offset = 3 WHERE group_id = '" + group + "'"));
+        }
+        assertEquals(events.size(), kafka.committedTotal(group, commands));
+        if (downDuringTheLoss) {
+            service.startProcess();
+        }
+
+        auditLostCommandsChargedOnce(service, events);
+    }
+
+    /**
+     * A real failover: the service's own primary streams to an asynchronous standby; the replication link is cut, so
+     * the standby misses the commits of the last three commands (their rows, their results, the offset stored after
+     * them), which Kafka has acknowledged; the primary dies, the standby is promoted, and the service's database
+     * address leads to it, with the consumer running all along (no rebalance). The lost commands are read again and
+     * charged with the same Stripe keys: every command has its one PaymentIntent, none has two.
+     */
+    @Test
+    void aRealFailoverToAStandbyThatMissedTheLastCommitsLosesNoCommandAndChargesNoneTwice() throws Exception {
+        EmbeddedPostgres primary = TestPostgres.startServer();
+        TcpProxy replicationLink = new TcpProxy(primary.getPort());
+        StreamingStandby standby = null;
+        boolean primaryStopped = false;
+        try {
+            TestPostgres.createDatabase(primary.getPort(), "kafka_failover");
+            env.close();
+            env = new ProcessEnvironment(primary.getPort(), "kafka_failover");
+            standby = StreamingStandby.start(primary.getPort(), replicationLink.port(), "kafka_failover", Duration.ZERO);
+            kafka.createTopics(1, commands, results, deadLetters);
+            ServiceProcess service = start("kafka-failover", config(Duration.ofSeconds(4)));
+            List<String> events = new ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                events.add("evt-" + i + "-" + UUID.randomUUID());
+            }
+            for (String event : events.subList(0, 3)) {
+                kafka.send(commands, event, command(900 + events.indexOf(event), "O-" + event));
+            }
+            await("the first commands are acknowledged", Duration.ofSeconds(60),
+                    () -> kafka.committedTotal(group, commands) == 3 && storedOffset() == 3 && outboxUnsent() == 0);
+            standby.awaitCaughtUp(Duration.ofSeconds(60));
+
+            replicationLink.cut();   // the standby gets nothing more: what follows is on the primary only
+            for (String event : events.subList(3, 6)) {
+                kafka.send(commands, event, command(900 + events.indexOf(event), "O-" + event));
+            }
+            await("the last commands are acknowledged", Duration.ofSeconds(60),
+                    () -> kafka.committedTotal(group, commands) == 6 && storedOffset() == 6 && finishedRows() == 6);
+
+            env.databaseProxy.cut();
+            primary.close();                                     // the primary dies
+            primaryStopped = true;
+            standby.promote(Duration.ofSeconds(60));              // the failover
+            try (Connection c = standby.connect("kafka_failover"); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT (SELECT count(*) FROM stripe_intents),"
+                         + " (SELECT sum(next_offset) FROM kafka_offsets WHERE group_id = '" + group + "')")) {
+                rs.next();
+                assertEquals(3, rs.getLong(1), "the promoted standby lost the last three commands' rows");
+                assertEquals(3, rs.getLong(2), "and the offset stored after them");
+            }
+            assertEquals(6, kafka.committedTotal(group, commands), "which Kafka has acknowledged");
+            env.failOverTo(standby.port());                       // the service's address leads to the new primary
+
+            auditLostCommandsChargedOnce(service, events);
+            assertEquals(events.size(), env.stripe.ledger().size(), "no PaymentIntent beyond the commands'");
+        } finally {
+            if (standby != null) {
+                standby.close();
+            }
+            replicationLink.close();
+            if (!primaryStopped) {
+                primary.close();
+            }
+        }
+    }
+
+    /**
+     * A failover under a batch: the rows of its records committed, then lost before the offset that acknowledges
+     * them is stored (the database's offset, stored before them, survives). The statement that stores the offset
+     * finds the rows missing: the partition is read again, and the lost commands are charged, once.
+     */
+    @Test
+    void rowsLostAfterTheLastStoredOffsetAreFoundWhenTheOffsetThatAcknowledgesThemIsStored() throws Exception {
+        kafka.createTopics(1, commands, results, deadLetters);
+        List<String> events = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            String event = "evt-" + i + "-" + UUID.randomUUID();
+            events.add(event);
+            kafka.send(commands, event, command(800 + i, "O-" + i));
+        }
+        Map<String, String> config = config(Duration.ofSeconds(4));
+        // Between the rows' commit and the offsets' store: the window the loss lands in.
+        config.put("chargeonce.kafka.offset-commit-delay", "20s");
+        ServiceProcess service = start("kafka-lost-rows", config);
+        await("the batch's rows are committed", Duration.ofSeconds(60), () -> finishedRows() == events.size());
+        assertEquals(Map.of(), kafka.committed(group, commands), "no offset committed yet: the rows are in the window");
+        try (Connection c = env.connect(); Statement s = c.createStatement()) {
+            String in = events.subList(3, 6).stream().map(e -> "'" + e + "'").collect(java.util.stream.Collectors.joining(", "));
+            s.executeUpdate("DELETE FROM kafka_outbox WHERE event_id IN (" + in + ")");
+            assertEquals(3, s.executeUpdate("DELETE FROM stripe_intents WHERE client_id = '" + CLIENT + "' AND idempotency_key IN (" + in + ")"));
+        }
+        await("every command is acknowledged", Duration.ofSeconds(90), () -> kafka.committedTotal(group, commands) == events.size());
+        auditLostCommandsChargedOnce(service, events);
+    }
+}
