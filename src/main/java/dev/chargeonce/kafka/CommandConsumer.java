@@ -68,6 +68,8 @@ public class CommandConsumer {
     /** Assigned partitions not compared with the database yet (it could not be read): paused until they are. */
     private final Set<TopicPartition> unverified = new HashSet<>();
     private long nextVerifyAttempt;
+    /** Whether the commands topic is refused ({@link #checkTopic}): its partitions stay paused. */
+    private volatile boolean topicRefused = true;
     private final dev.chargeonce.idempotency.IdempotencyConfig keys;
 
     /**
@@ -159,42 +161,51 @@ public class CommandConsumer {
     }
 
     /**
-     * Whether the commands topic drops its records before their rows are purged ({@link TopicRetention}); when it
-     * does not, or its settings cannot be read, says so and waits: no record is read until they can be trusted.
+     * Reads the commands topic's settings and decides whether it may be consumed ({@link TopicRetention}). A topic
+     * that can keep a record as long as its row lives is refused: every assigned partition is paused, and the
+     * consumer keeps polling (it stays in the group, so the group's offsets do not expire meanwhile). Until a first
+     * reading succeeds the topic counts as refused; a reading that fails later keeps the last one (a passing broker
+     * error does not stop consumption, nor start it).
      */
-    private boolean topicRetentionAllows() {
+    private void checkTopic(KafkaConsumer<byte[], byte[]> consumer) {
+        Optional<String> problem;
         try {
-            Optional<String> problem = TopicRetention.problem(config.commandsTopic(),
-                    TopicRetention.read(KafkaClients.admin(config, Instances.NAME), config.commandsTopic(), Duration.ofSeconds(30)),
+            problem = TopicRetention.problem(config.commandsTopic(),
+                    TopicRetention.read(KafkaClients.admin(config, Instances.NAME), config.commandsTopic(), Duration.ofSeconds(10)),
                     keys.keptFor());
-            metrics.topicRetentionRefused(problem.isPresent());
-            if (problem.isPresent()) {
-                LOG.errorf("not consuming the commands topic: %s (read again in %s)", problem.get(), config.topicCheckInterval());
-                long until = System.nanoTime() + config.topicCheckInterval().toNanos();
-                while (running && System.nanoTime() - until < 0) {
-                    sleep(200);
-                }
-                return false;
-            }
-            return true;
         } catch (Exception e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
-            // Unknown is not allowed: the gauge says the topic is not consumed (a missing DescribeConfigs ACL stays visible).
-            metrics.topicRetentionRefused(true);
-            LOG.warnf("not consuming yet: the settings of topic %s could not be read (%s; the consumer needs"
-                    + " DescribeConfigs on it); again in %s", config.commandsTopic(), e.getMessage(), config.retryBackoff());
-            sleep(config.retryBackoff().toMillis());
-            return false;
+            if (topicRefused) {
+                // Unknown is not allowed: the gauge says the topic is not consumed (a missing ACL stays visible).
+                metrics.topicRetentionRefused(true);
+                LOG.warnf("not consuming yet: the settings of topic %s could not be read (%s; the consumer needs"
+                        + " DescribeConfigs on it); again in %s", config.commandsTopic(), e.getMessage(), config.retryBackoff());
+            } else {
+                LOG.warnf("the settings of topic %s could not be read again (%s): going on with the last reading",
+                        config.commandsTopic(), e.getMessage());
+            }
+            return;
+        }
+        metrics.topicRetentionRefused(problem.isPresent());
+        if (problem.isPresent()) {
+            LOG.errorf("not consuming the commands topic: %s (read again in %s)", problem.get(), config.topicCheckInterval());
+            topicRefused = true;
+            consumer.pause(consumer.assignment());
+        } else if (topicRefused) {
+            topicRefused = false;
+            List<TopicPartition> resumed = new ArrayList<>(consumer.assignment());
+            resumed.removeIf(partition -> pausedUntil.containsKey(partition) || unverified.contains(partition));
+            consumer.resume(resumed);
+            LOG.infof("commands topic %s drops its records before their rows are purged: consuming", config.commandsTopic());
         }
     }
 
     private void consume() {
-        if (!topicRetentionAllows()) {
-            return;
-        }
-        // A consumer started again owns nothing yet: what the last one knew of its partitions goes with it.
+        // A consumer started again owns nothing yet: what the last one knew of its partitions goes with it, and the
+        // topic's settings are read again before any record is.
+        topicRefused = true;
         pausedUntil.clear();
         storedNext.clear();
         unverified.clear();
@@ -213,6 +224,9 @@ public class CommandConsumer {
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
                     LOG.infof("partitions assigned: %s", assigned);
+                    if (topicRefused) {
+                        consumer.pause(assigned); // resumed when the topic's settings allow it (checkTopic)
+                    }
                     try {
                         takeUp(consumer, assigned);
                     } catch (RuntimeException e) {
@@ -224,16 +238,17 @@ public class CommandConsumer {
                 }
             });
             long nextGauge = 0;
-            long nextRetentionCheck = System.nanoTime() + config.topicCheckInterval().toNanos();
+            long nextTopicCheck = System.nanoTime();
             while (running) {
-                if (System.nanoTime() - nextRetentionCheck > 0) {
-                    if (!topicRetentionAllows()) {
-                        return; // leaves the group: what was handled is committed, the rest waits in the topic
-                    }
-                    nextRetentionCheck = System.nanoTime() + config.topicCheckInterval().toNanos();
+                if (System.nanoTime() - nextTopicCheck >= 0) {
+                    checkTopic(consumer);
+                    nextTopicCheck = System.nanoTime()
+                            + (topicRefused ? min(config.retryBackoff(), config.topicCheckInterval()) : config.topicCheckInterval()).toNanos();
                 }
-                takeUpUnverified(consumer);
-                resumeDue(consumer);
+                if (!topicRefused) {
+                    takeUpUnverified(consumer);
+                    resumeDue(consumer);
+                }
                 ConsumerRecords<byte[], byte[]> records;
                 try {
                     records = consumer.poll(Duration.ofMillis(200));
@@ -528,6 +543,10 @@ public class CommandConsumer {
             lag += consumer.currentLag(partition).orElse(0);
         }
         metrics.lag(lag);
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
     }
 
     private static void sleep(long millis) {

@@ -62,8 +62,8 @@ final class KafkaClients {
         Map<String, Object> p = new java.util.HashMap<>();
         common(config).forEach((k, v) -> p.put(k.toString(), v));
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "chargeonce-admin-" + instance);
-        // Only client settings an admin client knows: the consumer's and producer's own are left out.
-        p.keySet().retainAll(org.apache.kafka.clients.admin.AdminClientConfig.configNames());
+        // Everything the consumer gets (security, config.providers for secrets in files): an admin client ignores the
+        // consumer's own settings with a warning, and filtering by its known names would drop config.providers.*.
         return p;
     }
 

@@ -32,6 +32,13 @@ final class TopicRetention {
     private TopicRetention() {
     }
 
+    /**
+     * Time the broker may take past a record's retention to delete it: its retention check runs every
+     * {@code log.retention.check.interval.ms} (5 minutes by default), tiered storage deletes remote segments later
+     * still. A margin of a day covers both.
+     */
+    static final Duration DELETION_MARGIN = Duration.ofDays(1);
+
     /** What is wrong with the topic's settings ({@code topicConfig}: its effective configuration), if anything. */
     static Optional<String> problem(String topic, Map<String, String> topicConfig, Duration keysKeptFor) {
         String policy = topicConfig.getOrDefault("cleanup.policy", "delete");
@@ -41,28 +48,47 @@ final class TopicRetention {
                     + " again after its row is purged would be charged again. Use cleanup.policy=delete.");
         }
         long retention = parse(topicConfig.get("retention.ms"), KAFKA_DEFAULT_RETENTION_MS);
-        long segment = parse(topicConfig.get("segment.ms"), KAFKA_DEFAULT_SEGMENT_MS);
         if (retention < 0) {
             return Optional.of("topic " + topic + " has retention.ms=" + retention + " (records kept for ever), longer"
                     + " than the rows (kept " + keysKeptFor + "); a record read again after its row is purged would be"
-                    + " charged again. Set retention.ms + segment.ms below " + keysKeptFor.toMillis() + ".");
+                    + " charged again. Set retention.ms + segment.ms below " + budget(keysKeptFor) + ".");
         }
-        if (retention + segment >= keysKeptFor.toMillis()) {
-            return Optional.of("topic " + topic + " keeps a record up to retention.ms + segment.ms = "
-                    + Duration.ofMillis(retention + segment) + ", not less than the rows are kept (" + keysKeptFor
-                    + "); a record read again after its row is purged would be charged again. Set retention.ms +"
-                    + " segment.ms below " + keysKeptFor.toMillis() + ".");
+        long segment = parse(topicConfig.get("segment.ms"), KAFKA_DEFAULT_SEGMENT_MS);
+        // A segment goes when its newest record is older than retention.ms, by the records' timestamps: with
+        // CreateTime, a producer may stamp a record up to message.timestamp.after.max.ms in the future.
+        boolean createTime = !"LogAppendTime".equals(topicConfig.getOrDefault("message.timestamp.type", "CreateTime"));
+        long future = createTime ? Math.max(0, parse(topicConfig.get("message.timestamp.after.max.ms"), Long.MAX_VALUE)) : 0;
+        long lives = saturatingAdd(saturatingAdd(retention, segment), future);
+        if (saturatingAdd(lives, DELETION_MARGIN.toMillis()) > keysKeptFor.toMillis()) {
+            return Optional.of("topic " + topic + " may keep a record up to retention.ms + segment.ms"
+                    + (createTime ? " + message.timestamp.after.max.ms (CreateTime)" : "") + " = "
+                    + (lives == Long.MAX_VALUE ? "for ever" : Duration.ofMillis(lives).toString())
+                    + ", too close to how long the rows are kept (" + keysKeptFor + "); a record read again after its"
+                    + " row is purged would be charged again. Keep that sum below " + budget(keysKeptFor)
+                    + " (or use message.timestamp.type=LogAppendTime).");
         }
         return Optional.empty();
     }
 
+    private static Duration budget(Duration keysKeptFor) {
+        return keysKeptFor.minus(DELETION_MARGIN);
+    }
+
+    private static long saturatingAdd(long a, long b) {
+        long sum = a + b;
+        return ((a ^ sum) & (b ^ sum)) < 0 ? Long.MAX_VALUE : sum;
+    }
+
     /** The topic's effective configuration (its overrides and the broker's defaults), read from the broker. */
     static Map<String, String> read(Map<String, Object> adminConfig, String topic, Duration timeout) throws Exception {
-        try (Admin admin = Admin.create(adminConfig)) {
+        Admin admin = Admin.create(adminConfig);
+        try {
             ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
             Config config = admin.describeConfigs(List.of(resource)).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(resource);
             return config.entries().stream().filter(e -> e.value() != null)
                     .collect(Collectors.toMap(ConfigEntry::name, ConfigEntry::value, (a, b) -> a));
+        } finally {
+            admin.close(Duration.ZERO); // never waits for a call still pending (shutdown must not hang here)
         }
     }
 

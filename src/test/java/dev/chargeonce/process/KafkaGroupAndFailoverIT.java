@@ -36,25 +36,24 @@ class KafkaGroupAndFailoverIT extends KafkaProcessTestBase {
         ServiceProcess first = start("kafka-group-a", config);
         ServiceProcess second = start("kafka-group-b", config);
         // A second per charge at Stripe, so the group changes mid-way (a poll brings 5 records, worked in order
-        // within a partition: a few charges a second at most). The three changes need 6 + 10 + 10 rows with more
-        // to come: 72 commands leave about 40 behind the last change on any machine, since the pace is Stripe's
-        // latency, not the CPU (180 commands took three minutes).
+        // within a partition: a few charges a second at most). Commands are produced in batches, one just before
+        // each group change, so that each change meets a backlog whatever the machine's pace: a fixed 72 up front
+        // ran out before the third change on a loaded machine, 180 up front took three minutes.
         env.stripe.setLatencyMillis(1_000);
         List<String> events = new ArrayList<>();
-        for (int i = 0; i < 72; i++) {
-            String event = "evt-" + i + "-" + UUID.randomUUID();
-            events.add(event);
-            kafka.send(commands, event, command(100 + i, "O-" + i));
-        }
+        produce(events, 30);
         await("processing is under way", Duration.ofSeconds(60), () -> rows() >= 6);
+        produce(events, 15);
         assertTrue(rows() < events.size(), "still processing when a member joins");
         ServiceProcess third = start("kafka-group-c", config);   // a member joins: rebalance
         long joined = rows();
-        await("more is processed", Duration.ofSeconds(60), () -> rows() >= joined + 10);
+        await("more is processed", Duration.ofSeconds(90), () -> rows() >= joined + 10);
+        produce(events, 15);
         assertTrue(rows() < events.size(), "still processing when a member dies");
         first.kill9();                                            // a member leaves without a word: rebalance
         long killed = rows();
-        await("still more", Duration.ofSeconds(60), () -> rows() >= killed + 10);
+        await("still more", Duration.ofSeconds(90), () -> rows() >= killed + 10);
+        produce(events, 15);
         assertTrue(rows() < events.size(), "still processing when a member leaves");
         int exit = third.terminate(Duration.ofSeconds(60));   // a member leaves gracefully: rebalance
         assertTrue(exit == 0 || exit == 143, "it stopped on SIGTERM (the JVM's 128 + 15), not by a crash: " + exit);
@@ -64,6 +63,16 @@ class KafkaGroupAndFailoverIT extends KafkaProcessTestBase {
         await("every result is published", Duration.ofSeconds(60), () -> finishedRows() == events.size() && outboxUnsent() == 0);
         assertTrue(second.isAlive());
         auditExactlyOnce(events);
+    }
+
+    /** Produces {@code n} more commands, each with a new event id, added to {@code events}. */
+    private void produce(List<String> events, int n) {
+        for (int i = 0; i < n; i++) {
+            int number = events.size();
+            String event = "evt-" + number + "-" + UUID.randomUUID();
+            events.add(event);
+            kafka.send(commands, event, command(100 + number, "O-" + number));
+        }
     }
 
     /**

@@ -101,8 +101,9 @@ class KafkaIngressIT extends KafkaProcessTestBase {
     /**
      * A group reads a partition from its earliest record when Kafka has no offset for it (offsets expired after the
      * broker's {@code offsets.retention.minutes}, a group deleted, a topic made again), so a record must never outlive
-     * its row: a commands topic that keeps records for ever (or longer than the rows live) is not consumed, and the
-     * service says why; once its retention is set right, the waiting command is charged.
+     * its row: a commands topic that keeps records for ever (or longer than the rows live) is not consumed (the
+     * consumer stays in the group with its partitions paused), and the service says why; once its retention is set
+     * right, the waiting command is charged.
      */
     @Test
     void aCommandsTopicThatKeepsRecordsLongerThanTheirRowsIsNotConsumed() throws Exception {
@@ -119,6 +120,7 @@ class KafkaIngressIT extends KafkaProcessTestBase {
         Thread.sleep(3_000);
         assertEquals(0, rows(), "nothing was claimed");
         assertEquals(Map.of(), kafka.committed(group, commands), "nothing was acknowledged");
+        assertEquals(1, kafka.members(group), "the consumer stays in the group, its partitions paused (the group's offsets do not expire)");
 
         kafka.setTopicConfig(commands, "retention.ms", Long.toString(Duration.ofDays(7).toMillis()));
         await("the command is charged once the topic drops records in time", Duration.ofSeconds(60),

@@ -59,6 +59,15 @@ public final class KafkaTestClients implements AutoCloseable {
         }
     }
 
+    /** How many members the group has now. */
+    public int members(String group) {
+        try {
+            return admin.describeConsumerGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group).members().size();
+        } catch (Exception e) {
+            throw new IllegalStateException("could not describe group " + group, e);
+        }
+    }
+
     /** Creates {@code topic} with these topic settings (e.g. {@code retention.ms}). */
     public void createTopic(String topic, int partitions, Map<String, String> settings) {
         try {
