@@ -1,6 +1,7 @@
 package dev.chargeonce.kafka;
 
 import dev.chargeonce.idempotency.ConsumedOffsets;
+import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyKey;
 import dev.chargeonce.recovery.RecoveryConfig;
 import io.quarkus.runtime.ShutdownEvent;
@@ -70,7 +71,7 @@ public class CommandConsumer {
     private long nextVerifyAttempt;
     /** Whether the commands topic is refused ({@link #checkTopic}): its partitions stay paused. */
     private volatile boolean topicRefused = true;
-    private final dev.chargeonce.idempotency.IdempotencyConfig keys;
+    private final IdempotencyConfig keys;
 
     /**
      * The metadata of every offset this consumer commits to Kafka: the offset is in the database too. A committed
@@ -81,7 +82,7 @@ public class CommandConsumer {
 
     CommandConsumer(KafkaConfig config, RecoveryConfig recovery, CommandHandler handler, DeadLetters deadLetters,
                     KafkaMetrics metrics, ResultRelay relay, KafkaProducers producers, ConsumedOffsets offsets,
-                    dev.chargeonce.idempotency.IdempotencyConfig keys) {
+                    IdempotencyConfig keys) {
         this.offsets = offsets;
         this.keys = keys;
         this.config = config;
@@ -165,9 +166,11 @@ public class CommandConsumer {
      * that can keep a record as long as its row lives is refused: every assigned partition is paused, and the
      * consumer keeps polling (it stays in the group, so the group's offsets do not expire meanwhile). Until a first
      * reading succeeds the topic counts as refused; a reading that fails later keeps the last one (a passing broker
-     * error does not stop consumption, nor start it).
+     * error does not stop consumption, nor start it). Returns when to read them again: a refusal by the settings
+     * is read again after {@code topic-check-interval} (an operator changes them), a first reading that failed after
+     * {@code retry-backoff} (a broker starting, a missing ACL being granted).
      */
-    private void checkTopic(KafkaConsumer<byte[], byte[]> consumer) {
+    private Duration checkTopic(KafkaConsumer<byte[], byte[]> consumer) {
         Optional<String> problem;
         try {
             problem = TopicRetention.problem(config.commandsTopic(),
@@ -186,7 +189,7 @@ public class CommandConsumer {
                 LOG.warnf("the settings of topic %s could not be read again (%s): going on with the last reading",
                         config.commandsTopic(), e.getMessage());
             }
-            return;
+            return topicRefused ? config.retryBackoff() : config.topicCheckInterval();
         }
         metrics.topicRetentionRefused(problem.isPresent());
         if (problem.isPresent()) {
@@ -200,6 +203,7 @@ public class CommandConsumer {
             consumer.resume(resumed);
             LOG.infof("commands topic %s drops its records before their rows are purged: consuming", config.commandsTopic());
         }
+        return config.topicCheckInterval();
     }
 
     private void consume() {
@@ -241,9 +245,7 @@ public class CommandConsumer {
             long nextTopicCheck = System.nanoTime();
             while (running) {
                 if (System.nanoTime() - nextTopicCheck >= 0) {
-                    checkTopic(consumer);
-                    nextTopicCheck = System.nanoTime()
-                            + (topicRefused ? min(config.retryBackoff(), config.topicCheckInterval()) : config.topicCheckInterval()).toNanos();
+                    nextTopicCheck = System.nanoTime() + checkTopic(consumer).toNanos();
                 }
                 if (!topicRefused) {
                     takeUpUnverified(consumer);
@@ -543,10 +545,6 @@ public class CommandConsumer {
             lag += consumer.currentLag(partition).orElse(0);
         }
         metrics.lag(lag);
-    }
-
-    private static Duration min(Duration a, Duration b) {
-        return a.compareTo(b) <= 0 ? a : b;
     }
 
     private static void sleep(long millis) {

@@ -28,35 +28,44 @@ class KafkaGroupAndFailoverIT extends KafkaProcessTestBase {
 
     // ---- the group --------------------------------------------------------------------------------------------
 
+    /**
+     * Three group changes (a member joins, one is killed with -9, one leaves on SIGTERM) while commands keep
+     * arriving and charges are in flight. Commands are produced steadily all along (two a second, each a second
+     * at Stripe) rather than in batches: a batch produced before a change could drain while the member was still
+     * starting on a loaded machine (a new member took 15 s to start beside a second suite, by when every command
+     * had its row), and the check that the group goes on after the change could then not be met.
+     */
     @Test
     void membersJoiningAndLeavingMidProcessingNeitherDuplicateNorLoseACommand() throws Exception {
         kafka.createTopics(6, commands, results, deadLetters);
         Map<String, String> config = config(Duration.ofSeconds(4));
         config.put("chargeonce.kafka.max-poll-records", "5");
+        config.put("quarkus.log.category.\"dev.chargeonce.kafka\".level", "DEBUG"); // each batch's commit, for a failure's story
         ServiceProcess first = start("kafka-group-a", config);
         ServiceProcess second = start("kafka-group-b", config);
-        // A second per charge at Stripe, so the group changes mid-way (a poll brings 5 records, worked in order
-        // within a partition: a few charges a second at most). Commands are produced in batches, one just before
-        // each group change, so that each change meets a backlog whatever the machine's pace: a fixed 72 up front
-        // ran out before the third change on a loaded machine, 180 up front took three minutes.
         env.stripe.setLatencyMillis(1_000);
-        List<String> events = new ArrayList<>();
-        produce(events, 30);
-        await("processing is under way", Duration.ofSeconds(60), () -> rows() >= 6);
-        produce(events, 15);
-        assertTrue(rows() < events.size(), "still processing when a member joins");
-        ServiceProcess third = start("kafka-group-c", config);   // a member joins: rebalance
-        long joined = rows();
-        await("more is processed", Duration.ofSeconds(90), () -> rows() >= joined + 10);
-        produce(events, 15);
-        assertTrue(rows() < events.size(), "still processing when a member dies");
-        first.kill9();                                            // a member leaves without a word: rebalance
-        long killed = rows();
-        await("still more", Duration.ofSeconds(90), () -> rows() >= killed + 10);
-        produce(events, 15);
-        assertTrue(rows() < events.size(), "still processing when a member leaves");
-        int exit = third.terminate(Duration.ofSeconds(60));   // a member leaves gracefully: rebalance
-        assertTrue(exit == 0 || exit == 143, "it stopped on SIGTERM (the JVM's 128 + 15), not by a crash: " + exit);
+        List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (SteadyProducer producer = new SteadyProducer(events, Duration.ofMillis(500))) {
+            await("processing is under way", Duration.ofSeconds(60), () -> rows() >= 6);
+
+            awaitInFlight("a member joins", events);
+            ServiceProcess third = start("kafka-group-c", config);   // a member joins: rebalance
+            long joined = finishedRows();
+            awaitOrTell("the group of three goes on", Duration.ofSeconds(90), () -> finishedRows() >= joined + 10, events,
+                    first, second, third);
+
+            awaitInFlight("a member dies", events);
+            first.kill9();                                            // a member leaves without a word: rebalance
+            long killed = finishedRows();
+            awaitOrTell("the group of two goes on", Duration.ofSeconds(90), () -> finishedRows() >= killed + 10, events,
+                    second, third);
+
+            awaitInFlight("a member leaves", events);
+            int exit = third.terminate(Duration.ofSeconds(60));   // a member leaves gracefully: rebalance
+            assertTrue(exit == 0 || exit == 143, "it stopped on SIGTERM (the JVM's 128 + 15), not by a crash: " + exit);
+            long left = finishedRows();
+            awaitOrTell("the last member goes on", Duration.ofSeconds(90), () -> finishedRows() >= left + 10, events, second);
+        }
         await("every command is acknowledged", Duration.ofSeconds(180),
                 () -> kafka.committedTotal(group, commands) == events.size());
         env.stripe.setLatencyMillis(0);
@@ -65,13 +74,62 @@ class KafkaGroupAndFailoverIT extends KafkaProcessTestBase {
         auditExactlyOnce(events);
     }
 
-    /** Produces {@code n} more commands, each with a new event id, added to {@code events}. */
-    private void produce(List<String> events, int n) {
-        for (int i = 0; i < n; i++) {
-            int number = events.size();
-            String event = "evt-" + number + "-" + UUID.randomUUID();
-            events.add(event);
-            kafka.send(commands, event, command(100 + number, "O-" + number));
+    /** Waits until a charge is in flight (a command produced and not finished), so that the change meets one. */
+    private void awaitInFlight(String change, List<String> events) throws InterruptedException {
+        await("a command in flight when " + change, Duration.ofSeconds(30), () -> finishedRows() < events.size());
+    }
+
+    /** {@link #await}, telling on a timeout where the commands stand and what each member reports. */
+    private void awaitOrTell(String what, Duration timeout, java.util.function.BooleanSupplier condition, List<String> events,
+                             ServiceProcess... members) throws InterruptedException {
+        try {
+            await(what, timeout, condition);
+        } catch (AssertionError e) {
+            StringBuilder story = new StringBuilder(e.getMessage()).append("; rows ").append(rows()).append(" (finished ")
+                    .append(finishedRows()).append(") of ").append(events.size()).append(" commands; committed ")
+                    .append(kafka.committed(group, commands));
+            for (ServiceProcess member : members) {
+                try {
+                    story.append("; ").append(member.name()).append(": lag ").append(metric(member, "chargeonce_kafka_consumer_lag"));
+                } catch (Exception | AssertionError unreadable) {
+                    story.append("; ").append(member.name()).append(": ").append(unreadable.getMessage());
+                }
+            }
+            throw new AssertionError(story.toString(), e);
+        }
+    }
+
+    /** Produces a command with a new event id every {@code interval} until closed; each one's id joins {@code events}. */
+    private final class SteadyProducer implements AutoCloseable {
+        private final Thread thread;
+        private volatile boolean running = true;
+        private volatile RuntimeException failure;
+
+        SteadyProducer(List<String> events, Duration interval) {
+            thread = Thread.ofPlatform().name("steady-producer").daemon().start(() -> {
+                try {
+                    while (running) {
+                        int number = events.size();
+                        String event = "evt-" + number + "-" + UUID.randomUUID();
+                        kafka.send(commands, event, command(100 + number, "O-" + number));
+                        events.add(event); // after the send: every id in the list is on the topic
+                        Thread.sleep(interval.toMillis());
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } catch (RuntimeException e) {
+                    failure = e;
+                }
+            });
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            running = false;
+            thread.join();
+            if (failure != null) {
+                throw new IllegalStateException("the steady producer failed", failure);
+            }
         }
     }
 

@@ -95,6 +95,10 @@ public final class ServiceProcess implements AutoCloseable {
         awaitReady(Duration.ofSeconds(60), launch());
     }
 
+    public String name() {
+        return name;
+    }
+
     /** What the process (its latest start) has written to its log so far. */
     public String log() {
         try {
