@@ -175,3 +175,35 @@ kill_recorded_children() {
     fi
   done <"$file"
 }
+
+# need_citus: installs Citus into PG_BIN's PostgreSQL when it is missing, with the build script in CITUS_BUILD
+# (default: ../shared/citus/build.sh beside the project, which builds the release it carries). A user with their
+# own Citus installation has citus.so in pg_config's pkglibdir already, and nothing is built.
+need_citus() {
+  local pkglib
+  pkglib=$("$PG_BIN/pg_config" --pkglibdir)
+  [ -f "$pkglib/citus.so" ] && return 0
+  local build="${CITUS_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/../shared/citus/build.sh}"
+  [ -f "$build" ] || die "Citus is not installed in $pkglib and there is no build script at $build (set CITUS_BUILD)"
+  log "building Citus with $build"
+  bash "$build" >&2 || die "the Citus build failed"
+  [ -f "$pkglib/citus.so" ] || die "the Citus build left no citus.so in $pkglib"
+}
+
+# start_citus <name> <database> <coordinator port> <worker port>...: a Citus cluster on loopback, each node a
+# start_pg cluster with Citus preloaded and the database with the extension; the coordinator knows itself and the
+# workers. Distributed tables are the schema's business (the migrations), not the cluster's.
+start_citus() {
+  local name="$1" db="$2" coordinator="$3"; shift 3
+  local port
+  for port in "$coordinator" "$@"; do
+    start_pg "$name-$port" "$port" "shared_preload_libraries = 'citus'" "max_connections = 300" \
+      "citus.log_remote_commands = off"
+    psql_at "$port" postgres -c "CREATE DATABASE $db" >/dev/null
+    psql_at "$port" "$db" -c "CREATE EXTENSION citus" >/dev/null
+  done
+  psql_at "$coordinator" "$db" -c "SELECT citus_set_coordinator_host('127.0.0.1', $coordinator)" >/dev/null
+  for port in "$@"; do
+    psql_at "$coordinator" "$db" -c "SELECT citus_add_node('127.0.0.1', $port)" >/dev/null
+  done
+}

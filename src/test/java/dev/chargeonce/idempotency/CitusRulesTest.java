@@ -1,0 +1,241 @@
+package dev.chargeonce.idempotency;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What Citus needs of a statement on a table distributed by {@code client_id} (issue 17; {@code
+ * scale/citus/probe.sh} shows Citus refusing the statements that break them), held as a rule on every statement
+ * the idempotency store runs on {@code stripe_intents} and {@code stripe_refunds}, so that the plain-PostgreSQL suite
+ * keeps the Citus path honest:
+ * <ul>
+ *   <li>{@link Rule#ONE_SHARD}: the statement names the row's {@code client_id} (a predicate, or the inserted
+ *       column), so that Citus routes it to one shard instead of every one;</li>
+ *   <li>{@link Rule#NO_VOLATILE_IN_WRITE}: no volatile function ({@code clock_timestamp()}, {@code random()}, ...)
+ *       in an {@code UPDATE} or {@code DELETE}: Citus refuses it, even on one shard;</li>
+ *   <li>{@link Rule#IMMUTABLE_RETURNING}: nothing but immutable functions in {@code RETURNING} (no clock at all);</li>
+ *   <li>{@link Rule#NO_CROSS_CLIENT_LOCK}: {@code FOR UPDATE [SKIP LOCKED]} only in a statement restricted to one
+ *       {@code client_id}: Citus refuses row locks across shards.</li>
+ * </ul>
+ * The store does not meet them yet. {@link #KNOWN} lists what each statement breaks today, and the test fails both
+ * ways: a statement breaking a rule it is not listed for (a new statement, or one changed for the worse), and a
+ * statement listed for a rule it now keeps (take it off the list). Issue 17's next steps empty the list; only then
+ * can the tables be distributed ({@code scale/citus/distribute.sql}).
+ */
+class CitusRulesTest {
+
+    enum Rule { ONE_SHARD, NO_VOLATILE_IN_WRITE, IMMUTABLE_RETURNING, NO_CROSS_CLIENT_LOCK }
+
+    private static final Pattern DISTRIBUTED = Pattern.compile("\\b(stripe_intents|stripe_refunds|\\{t\\})\\b");
+    private static final Pattern TEMPLATE = Pattern.compile("\\{[a-z_]+}");
+    private static final Pattern CLIENT_PREDICATE = Pattern.compile("client_id\\s*(=|IN\\b)", Pattern.CASE_INSENSITIVE);
+    private static final Pattern TABLE_REFERENCE = Pattern.compile("\\b(FROM|JOIN|UPDATE|INTO)\\s+(stripe_intents|stripe_refunds|\\{t\\})\\b",
+            Pattern.CASE_INSENSITIVE);
+    private static final Pattern INSERTS_CLIENT = Pattern.compile("^INTO\\s+\\S+(\\s+AS\\s+\\w+)?\\s*\\([^)]*\\bclient_id\\b",
+            Pattern.CASE_INSENSITIVE);
+    private static final Pattern WRITE = Pattern.compile("\\b(UPDATE|DELETE)\\b", Pattern.CASE_INSENSITIVE);
+    private static final Pattern VOLATILE = Pattern.compile("\\b(clock_timestamp|random|nextval|gen_random_uuid|timeofday)\\s*\\(",
+            Pattern.CASE_INSENSITIVE);
+    private static final Pattern CLOCK = Pattern.compile(
+            "\\b(clock_timestamp|now|statement_timestamp|transaction_timestamp|timeofday)\\s*\\(|\\b(current_timestamp|localtimestamp)\\b",
+            Pattern.CASE_INSENSITIVE);
+    private static final Pattern RETURNING = Pattern.compile("\\bRETURNING\\b", Pattern.CASE_INSENSITIVE);
+    private static final Pattern ROW_LOCK = Pattern.compile("\\bFOR\\s+(UPDATE|NO\\s+KEY\\s+UPDATE|SHARE)\\b", Pattern.CASE_INSENSITIVE);
+
+    /** What a statement breaks, by the rules above (a textual reading of the SQL: see each rule's pattern). */
+    static Set<Rule> broken(String sql) {
+        Set<Rule> broken = EnumSet.noneOf(Rule.class);
+        // Each reference to a distributed table (after FROM, JOIN, UPDATE or INTO) up to the end of the (sub)query
+        // that holds it: that part must name the client (a predicate, or the inserted column), and lock rows only then.
+        var reference = TABLE_REFERENCE.matcher(sql);
+        while (reference.find()) {
+            String part = enclosing(sql, reference.start());
+            boolean oneClient = CLIENT_PREDICATE.matcher(part).find()
+                    || reference.group(1).equalsIgnoreCase("INTO") && INSERTS_CLIENT.matcher(part).find();
+            if (!oneClient) {
+                broken.add(Rule.ONE_SHARD);
+                if (ROW_LOCK.matcher(part).find()) {
+                    broken.add(Rule.NO_CROSS_CLIENT_LOCK);
+                }
+            }
+        }
+        if (WRITE.matcher(sql).find() && VOLATILE.matcher(sql).find()) {
+            broken.add(Rule.NO_VOLATILE_IN_WRITE);
+        }
+        var returning = RETURNING.matcher(sql);
+        while (returning.find()) {
+            if (CLOCK.matcher(enclosing(sql, returning.start())).find()) {
+                broken.add(Rule.IMMUTABLE_RETURNING);
+            }
+        }
+        return broken;
+    }
+
+    /** From {@code from} to the end of the parenthesis (or the statement) it is in. */
+    private static String enclosing(String sql, int from) {
+        int depth = 0;
+        for (int i = from; i < sql.length(); i++) {
+            char c = sql.charAt(i);
+            if (c == '(') {
+                depth++;
+            } else if (c == ')' && depth-- == 0) {
+                return sql.substring(from, i);
+            }
+        }
+        return sql.substring(from);
+    }
+
+    /**
+     * What each statement breaks today, by name: {@code CHARGE.}/{@code REFUND.} + the protocol statement's name
+     * ({@link IdempotencyStore#protocolStatements}, {@link IdempotencyStore#hotPathStatements}), or the store's
+     * constant's name for the rest. The work list of issue 17: the clock (one clock for leases, none volatile in a
+     * write, none in RETURNING), client_id in every statement about one row, lock-free candidate scans for recovery
+     * and retention.
+     */
+    private static final Map<String, Set<Rule>> KNOWN = known();
+
+    @Test
+    void theRulesReadWhatCitusRefuses() {
+        // refused by Citus 13.2 (scale/citus/probe.sh): a volatile function in an UPDATE, a clock in RETURNING
+        assertEquals(EnumSet.of(Rule.NO_VOLATILE_IN_WRITE), broken(
+                "UPDATE stripe_intents SET updated_at = clock_timestamp() WHERE client_id = ? AND id = ?"));
+        assertEquals(EnumSet.of(Rule.IMMUTABLE_RETURNING), broken(
+                "UPDATE stripe_intents x SET updated_at = now() WHERE client_id = ? AND id = ? RETURNING x.lease_until - now()"));
+        assertEquals(EnumSet.of(Rule.ONE_SHARD, Rule.NO_CROSS_CLIENT_LOCK), broken(
+                "SELECT id FROM stripe_intents WHERE status = 'processing' LIMIT 10 FOR UPDATE SKIP LOCKED"));
+        assertEquals(EnumSet.of(Rule.ONE_SHARD), broken("UPDATE stripe_intents SET updated_at = statement_timestamp() WHERE id = ?"));
+        // run by Citus on one shard (the probe's forms): nothing broken
+        assertEquals(EnumSet.noneOf(Rule.class), broken(
+                "UPDATE stripe_intents x SET lease_until = statement_timestamp() + ? * interval '1 millisecond'"
+                        + " WHERE client_id = ? AND id = ? AND lease_until > statement_timestamp() RETURNING x.lease_gen"));
+        assertEquals(EnumSet.noneOf(Rule.class), broken(
+                "INSERT INTO stripe_intents AS si (id, client_id, status) VALUES (?, ?, 'processing') ON CONFLICT DO NOTHING RETURNING si.lease_gen"));
+        assertEquals(EnumSet.noneOf(Rule.class), broken(
+                "SELECT status FROM stripe_intents WHERE id = ? AND client_id = ? FOR UPDATE"));
+        // each part about a distributed table names the client: another table's client_id does not route this one
+        assertEquals(EnumSet.of(Rule.ONE_SHARD), broken("WITH done AS (UPDATE stripe_intents SET status = ? WHERE id = ? RETURNING id,"
+                + " client_id) INSERT INTO kafka_outbox (charge_id, client_id) SELECT id, client_id FROM done"));
+        assertEquals(EnumSet.of(Rule.ONE_SHARD), broken("SELECT id, (SELECT sum(r.amount) FROM stripe_refunds r WHERE r.charge_id ="
+                + " stripe_intents.id) FROM stripe_intents WHERE id = ? AND client_id = ?"));
+        // a clock in a CTE's RETURNING is found; the select list after the CTE is not RETURNING's
+        assertEquals(EnumSet.of(Rule.IMMUTABLE_RETURNING), broken(
+                "WITH i AS (INSERT INTO stripe_intents (id, client_id) VALUES (?, ?) RETURNING clock_timestamp() AS t) SELECT now(), i.t FROM i"));
+    }
+
+    @Test
+    void everyStatementOnTheDistributedTablesBreaksNoRuleBeyondTheKnownOnes() {
+        Map<String, String> statements = statements();
+        assertTrue(statements.size() > 30, "the statements were found: " + statements.keySet());
+        List<String> problems = new ArrayList<>();
+        for (Map.Entry<String, String> statement : statements.entrySet()) {
+            Set<Rule> broken = broken(statement.getValue());
+            Set<Rule> known = KNOWN.getOrDefault(statement.getKey(), Set.of());
+            for (Rule rule : broken) {
+                if (!known.contains(rule)) {
+                    problems.add(statement.getKey() + " breaks " + rule + " (Citus would refuse it or fan it out): "
+                            + statement.getValue().replaceAll("\\s+", " "));
+                }
+            }
+            for (Rule rule : known) {
+                if (!broken.contains(rule)) {
+                    problems.add(statement.getKey() + " keeps " + rule + " now: take it off CitusRulesTest.KNOWN");
+                }
+            }
+        }
+        for (String name : KNOWN.keySet()) {
+            if (!statements.containsKey(name)) {
+                problems.add(name + " is listed in CitusRulesTest.KNOWN but the store has no such statement");
+            }
+        }
+        if (!problems.isEmpty()) {
+            fail(problems.size() + " rule problems:\n  " + String.join("\n  ", problems));
+        }
+    }
+
+    /** Every statement of the store on a distributed table, by name. */
+    static Map<String, String> statements() {
+        Map<String, String> statements = new TreeMap<>();
+        for (Operation op : Operation.values()) {
+            IdempotencyStore.protocolStatements(op).forEach((name, sql) -> statements.put(op + "." + name, sql));
+            IdempotencyStore.hotPathStatements(op).forEach((name, sql) -> {
+                if (!statements.containsValue(sql)) { // the hot path's own names for protocol statements are not listed twice
+                    statements.put(op + "." + name, sql);
+                }
+            });
+        }
+        for (Field field : IdempotencyStore.class.getDeclaredFields()) {
+            if (Modifier.isStatic(field.getModifiers()) && field.getType() == String.class) {
+                try {
+                    field.setAccessible(true);
+                    String sql = (String) field.get(null);
+                    // templates ({t}, {o}, ...) are held to the rules as rendered, through the protocol statements
+                    if (sql != null && DISTRIBUTED.matcher(sql).find() && !TEMPLATE.matcher(sql).find()
+                            && !statements.containsValue(sql)) {
+                        statements.put(field.getName(), sql);
+                    }
+                } catch (IllegalAccessException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        }
+        return statements;
+    }
+
+    private static Map<String, Set<Rule>> known() {
+        Map<String, Set<Rule>> known = new TreeMap<>();
+        known.put("ADOPT_FOR_RESULTS", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("AWAITED_LATER_STATE", EnumSet.of(Rule.ONE_SHARD));
+        known.put("CHARGE.abandonByOperator", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.advanceState", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.answerOf", EnumSet.of(Rule.ONE_SHARD));
+        known.put("CHARGE.countAttention", EnumSet.of(Rule.ONE_SHARD));
+        known.put("CHARGE.deleteFinished", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.NO_CROSS_CLIENT_LOCK));
+        known.put("CHARGE.finishByOperator", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.finishFromStripe", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.finishUnqueued", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.finish", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.lockForObject", EnumSet.of(Rule.ONE_SHARD, Rule.NO_CROSS_CLIENT_LOCK));
+        known.put("CHARGE.nextAttempt", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
+        known.put("CHARGE.park", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.release", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.renewLease", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.scheduleRecheck", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.takeDueAccepted", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
+        known.put("CHARGE.takeOverExpired", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
+        known.put("CHARGE.takeOver", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
+        known.put("CHARGE_COLUMNS", EnumSet.of(Rule.ONE_SHARD));
+        known.put("REFUND.RESERVE", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.abandonByOperator", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.advanceState", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.answerOf", EnumSet.of(Rule.ONE_SHARD));
+        known.put("REFUND.claim", EnumSet.of(Rule.IMMUTABLE_RETURNING));
+        known.put("REFUND.countAttention", EnumSet.of(Rule.ONE_SHARD));
+        known.put("REFUND.deleteFinished", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.NO_CROSS_CLIENT_LOCK));
+        known.put("REFUND.finishByOperator", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.finishFromStripe", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.finish", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.lockForObject", EnumSet.of(Rule.ONE_SHARD, Rule.NO_CROSS_CLIENT_LOCK));
+        known.put("REFUND.nextAttempt", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
+        known.put("REFUND.park", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.release", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.renewLease", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.scheduleRecheck", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.takeDueAccepted", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
+        known.put("REFUND.takeOverExpired", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
+        known.put("REFUND.takeOver", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
+        known.put("REFUND_RELEASE", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        return known;
+    }
+}
