@@ -94,7 +94,7 @@ public class BenchTool {
                     ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_K, "NULL")).strip()
                     + "\n\\gset\n"
                     + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":succeeded",
-                    "NULL", "'chg_pgb' || CAST(:k AS text)", ":new_lease_gen")).strip() + ";\n";
+                    "NULL", "'chg_pgb' || CAST(:k AS text)", ":new_lease_gen", ":pgbench_client")).strip() + ";\n";
             Files.writeString(dir.resolve("claim_finish.sql"), pair);
 
             // the replay: the same claim statement finding a finished row (rows from bench/sql/bulk_rows.sql).
@@ -131,10 +131,10 @@ public class BenchTool {
                         + bind(claimRefund, List.of("'rfd_pgb' || CAST(:k AS text)", charge, ":pgbench_client",
                         "NULL", ":fingerprint", ":refund_request", "1", ":usd", LEASE_MS, LEASE_MS,
                         "lpad(CAST(:k AS text), 48, 'r')", HORIZON_MS)).strip() + "\n\\gset r_\n"
-                        + bind(reserve, List.of("1", charge)).strip() + ";\n"
+                        + bind(reserve, List.of("1", charge, ":pgbench_client")).strip() + ";\n"
                         + "COMMIT;\n"
                         + bind(finishRefund, List.of(":completed", "201", ":refund_response", "'re_pgb' || CAST(:k AS text)",
-                        ":succeeded", "NULL", ":r_id", ":r_lease_gen")).strip() + ";\n";
+                        ":succeeded", "NULL", ":r_id", ":r_lease_gen", ":pgbench_client")).strip() + ";\n";
                 Files.writeString(dir.resolve("refund_" + variant + ".sql"), script);
             }
 

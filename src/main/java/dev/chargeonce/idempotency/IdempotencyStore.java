@@ -82,7 +82,7 @@ public class IdempotencyStore {
             UPDATE {t} x
                SET %s
              WHERE id = ? AND status = 'processing' AND lease_gen = ? AND lease_until <= clock_timestamp()
-               AND NOT needs_reconciliation
+               AND NOT needs_reconciliation AND client_id = ?
             RETURNING true AS fresh, %s
             """.formatted(NEW_HOLDER, COLUMNS);
 
@@ -110,7 +110,8 @@ public class IdempotencyStore {
     private static final String KEY_CLAIMED = "SELECT 1 FROM stripe_refunds WHERE stripe_identity = ANY (?) AND client_id = ?";
 
     private static final String RESERVE = """
-            UPDATE stripe_intents SET amount_reserved = amount_reserved + ?, updated_at = clock_timestamp() WHERE id = ?
+            UPDATE stripe_intents SET amount_reserved = amount_reserved + ?, updated_at = clock_timestamp()
+             WHERE id = ? AND client_id = ?
             """;
 
     /** The recovery worker's takeover: also leaves alone rows whose re-check time has not come. */
@@ -134,7 +135,7 @@ public class IdempotencyStore {
                        {s} = ?, recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
                        finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
                        last_stripe_error = NULL, stripe_sending_until = NULL
-                 WHERE id = ? AND lease_gen = ? AND status = 'processing'
+                 WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
                 RETURNING {returning})
             {release}{outbox}
             SELECT count(*) FROM done
@@ -152,7 +153,7 @@ public class IdempotencyStore {
                    {s} = ?, recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
                    finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
                    last_stripe_error = NULL, stripe_sending_until = NULL
-             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND origin IS NULL
+             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND origin IS NULL AND client_id = ?
             """;
 
     /**
@@ -322,7 +323,7 @@ public class IdempotencyStore {
             , released AS (
                 UPDATE stripe_intents c SET amount_reserved = c.amount_reserved - d.amount, updated_at = clock_timestamp()
                   FROM done d
-                 WHERE c.id = d.charge_id AND (d.status = 'failed' OR d.state IN ('failed', 'canceled'))
+                 WHERE c.client_id = d.client_id AND c.id = d.charge_id AND (d.status = 'failed' OR d.state IN ('failed', 'canceled'))
                 RETURNING c.id)""";
 
     /** Every statement above, for one operation's table and columns. */
@@ -368,7 +369,7 @@ public class IdempotencyStore {
             Operation.CHARGE, new OperationSql("id, client_id, idempotency_key, origin, response_status, response_body", "", "",
                     "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id)", ResultOutbox.QUEUE_FINISHED),
             // A refund answered "failed" gave its amount back already; nothing Stripe says later moves it.
-            Operation.REFUND, new OperationSql("charge_id, amount, status, refund_status AS state", REFUND_RELEASE,
+            Operation.REFUND, new OperationSql("client_id, charge_id, amount, status, refund_status AS state", REFUND_RELEASE,
                     "AND status <> 'failed'", "", ""));
 
     private static final java.util.Map<Operation, Sql> SQL = new java.util.EnumMap<>(Operation.class);
@@ -566,7 +567,8 @@ public class IdempotencyStore {
             ps.setLong(2, config.lease().toMillis());
             ps.setString(3, row.id);
             ps.setInt(4, row.leaseGeneration);
-            ps.setLong(5, keyHorizon.toMillis());
+            ps.setString(5, row.clientId);
+            ps.setLong(6, keyHorizon.toMillis());
         }).map(taken -> new Claim.TakenOver(taken.intent(op)));
     }
 
@@ -699,6 +701,7 @@ public class IdempotencyStore {
         try (PreparedStatement ps = tx.prepareStatement(RESERVE)) {
             ps.setLong(1, refundAmount);
             ps.setString(2, refund.chargeId());
+            ps.setString(3, refund.clientId());
             ps.executeUpdate();
         }
         return Optional.of(new RefundClaim.Claimed(new Claim.Fresh(inserted.get().intent(Operation.REFUND))));
@@ -859,6 +862,7 @@ public class IdempotencyStore {
             int next = answer.bind(ps, 1);
             ps.setString(next, holder.id());
             ps.setInt(next + 1, holder.leaseGeneration());
+            ps.setString(next + 2, holder.clientId());
         };
         // A charge: first the plain UPDATE, which matches unless a Kafka command waits for the row's result (or the
         // lease was lost); only then the statement that also queues the result (and matches nothing either when the

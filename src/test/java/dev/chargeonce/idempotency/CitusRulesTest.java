@@ -204,8 +204,8 @@ class CitusRulesTest {
         known.put("CHARGE.deleteFinished", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("CHARGE.finishByOperator", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         known.put("CHARGE.finishFromStripe", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
-        known.put("CHARGE.finishUnqueued", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
-        known.put("CHARGE.finish", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.finishUnqueued", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE));
+        known.put("CHARGE.finish", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE));
         known.put("CHARGE.lockForObject", EnumSet.of(Rule.ONE_SHARD, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("CHARGE.nextAttempt", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
         known.put("CHARGE.park", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
@@ -214,9 +214,9 @@ class CitusRulesTest {
         known.put("CHARGE.scheduleRecheck", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         known.put("CHARGE.takeDueAccepted", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("CHARGE.takeOverExpired", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
-        known.put("CHARGE.takeOver", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
+        known.put("CHARGE.takeOver", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
         known.put("CHARGE_COLUMNS", EnumSet.of(Rule.ONE_SHARD));
-        known.put("REFUND.RESERVE", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.RESERVE", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE));
         known.put("REFUND.abandonByOperator", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         known.put("REFUND.advanceState", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         known.put("REFUND.answerOf", EnumSet.of(Rule.ONE_SHARD));
@@ -225,7 +225,7 @@ class CitusRulesTest {
         known.put("REFUND.deleteFinished", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("REFUND.finishByOperator", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         known.put("REFUND.finishFromStripe", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
-        known.put("REFUND.finish", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.finish", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE));
         known.put("REFUND.lockForObject", EnumSet.of(Rule.ONE_SHARD, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("REFUND.nextAttempt", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
         known.put("REFUND.park", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
@@ -234,8 +234,8 @@ class CitusRulesTest {
         known.put("REFUND.scheduleRecheck", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         known.put("REFUND.takeDueAccepted", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("REFUND.takeOverExpired", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
-        known.put("REFUND.takeOver", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
-        known.put("REFUND_RELEASE", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.takeOver", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
+        known.put("REFUND_RELEASE", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE));
         return known;
     }
 }
