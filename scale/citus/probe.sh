@@ -51,12 +51,15 @@ echo
 echo "| statement set (pgbench script) | on the distributed tables |"
 echo "|---|---|"
 for script in claim_finish replay refund_hot refund_many; do
+  status=0
   out=$("$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$COORDINATOR" -U postgres -t 5 -c 1 -M prepared "${defines[@]}" \
         -D replay_rows=1 -D refund_charges=100 -D refund_replay_rows=1 -D key_secret="$KEY_SECRET" \
-        -f "$WORK_DIR/pgbench/$script.sql" chargeonce 2>&1 || true)
+        -f "$WORK_DIR/pgbench/$script.sql" chargeonce 2>&1) || status=$?
   refusal=$(grep -o 'ERROR: .*' <<<"$out" | head -1 || true)
   if [ -n "$refusal" ]; then
     echo "| $script | refused: ${refusal#ERROR:  } |"
+  elif [ "$status" -ne 0 ] || grep -q 'aborted' <<<"$out"; then
+    echo "| $script | failed (pgbench exit $status): $(grep -v '^$' <<<"$out" | tail -1) |"
   else
     echo "| $script | runs ($(grep -o 'tps = [0-9.]*' <<<"$out" | head -1)) |"
   fi

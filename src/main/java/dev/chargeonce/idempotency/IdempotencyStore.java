@@ -702,7 +702,11 @@ public class IdempotencyStore {
             ps.setLong(1, refundAmount);
             ps.setString(2, refund.chargeId());
             ps.setString(3, refund.clientId());
-            ps.executeUpdate();
+            if (ps.executeUpdate() != 1) {
+                // the charge was locked by this transaction above: a reservation that found nothing is a bug, and
+                // the refund's row must not commit without it (it would promise back money nothing accounts for)
+                throw new IllegalStateException("the reservation of refund " + refund.id() + " found no charge " + refund.chargeId());
+            }
         }
         return Optional.of(new RefundClaim.Claimed(new Claim.Fresh(inserted.get().intent(Operation.REFUND))));
     }

@@ -40,7 +40,10 @@ class CitusRulesTest {
 
     private static final Pattern DISTRIBUTED = Pattern.compile("\\b(stripe_intents|stripe_refunds|\\{t\\})\\b");
     private static final Pattern TEMPLATE = Pattern.compile("\\{[a-z_]+}");
-    private static final Pattern CLIENT_PREDICATE = Pattern.compile("client_id\\s*(=|IN\\b)", Pattern.CASE_INSENSITIVE);
+    /** The client bound as a parameter: a value Citus can route by when it plans the statement. */
+    private static final Pattern CLIENT_PREDICATE = Pattern.compile("(?<![\\w.])(\\w+\\.)?client_id\\s*=\\s*\\?", Pattern.CASE_INSENSITIVE);
+    private static final Pattern OR = Pattern.compile("\\bOR\\b", Pattern.CASE_INSENSITIVE);
+    private static final Pattern SUBQUERY = Pattern.compile("\\(\\s*(SELECT|WITH)\\b", Pattern.CASE_INSENSITIVE);
     private static final Pattern TABLE_REFERENCE = Pattern.compile("\\b(FROM|JOIN|UPDATE|INTO)\\s+(stripe_intents|stripe_refunds|\\{t\\})\\b",
             Pattern.CASE_INSENSITIVE);
     private static final Pattern INSERTS_CLIENT = Pattern.compile("^INTO\\s+\\S+(\\s+AS\\s+\\w+)?\\s*\\([^)]*\\bclient_id\\b",
@@ -61,8 +64,9 @@ class CitusRulesTest {
         // that holds it: that part must name the client (a predicate, or the inserted column), and lock rows only then.
         var reference = TABLE_REFERENCE.matcher(sql);
         while (reference.find()) {
-            String part = enclosing(sql, reference.start());
-            boolean oneClient = CLIENT_PREDICATE.matcher(part).find()
+            // its own text: a subquery's client is another table's (or another row's), and an OR may leave the client out
+            String part = withoutSubqueries(enclosing(sql, reference.start()));
+            boolean oneClient = CLIENT_PREDICATE.matcher(part).find() && !OR.matcher(part).find()
                     || reference.group(1).equalsIgnoreCase("INTO") && INSERTS_CLIENT.matcher(part).find();
             if (!oneClient) {
                 broken.add(Rule.ONE_SHARD);
@@ -81,6 +85,21 @@ class CitusRulesTest {
             }
         }
         return broken;
+    }
+
+    /** The text with every parenthesized subquery in it cut out (each becomes {@code ()}). */
+    private static String withoutSubqueries(String sql) {
+        StringBuilder out = new StringBuilder();
+        int i = 0;
+        var subquery = SUBQUERY.matcher(sql);
+        while (subquery.find(i)) {
+            out.append(sql, i, subquery.start()).append("()");
+            i = subquery.start() + 1 + enclosing(sql, subquery.start() + 1).length() + 1;
+            if (i > sql.length()) {
+                return out.toString();
+            }
+        }
+        return out.append(sql.substring(i)).toString();
     }
 
     /** From {@code from} to the end of the parenthesis (or the statement) it is in. */
@@ -129,6 +148,13 @@ class CitusRulesTest {
                 + " client_id) INSERT INTO kafka_outbox (charge_id, client_id) SELECT id, client_id FROM done"));
         assertEquals(EnumSet.of(Rule.ONE_SHARD), broken("SELECT id, (SELECT sum(r.amount) FROM stripe_refunds r WHERE r.charge_id ="
                 + " stripe_intents.id) FROM stripe_intents WHERE id = ? AND client_id = ?"));
+        // an OR, another table's client in a subquery, a client not bound as a parameter: not one shard
+        assertEquals(EnumSet.of(Rule.ONE_SHARD), broken("UPDATE stripe_intents SET status = ? WHERE client_id = ? OR id = ?"));
+        assertEquals(EnumSet.of(Rule.ONE_SHARD), broken("UPDATE stripe_intents SET status = ? WHERE id = ?"
+                + " AND EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.client_id = ?)"));
+        assertEquals(EnumSet.of(Rule.ONE_SHARD), broken("UPDATE stripe_intents c SET amount_reserved = 0 FROM done d"
+                + " WHERE c.client_id = d.client_id AND c.id = d.charge_id"));
+        assertEquals(EnumSet.of(Rule.ONE_SHARD), broken("SELECT 1 FROM stripe_intents WHERE x_client_id = ? AND id = ?"));
         // a clock in a CTE's RETURNING is found; the select list after the CTE is not RETURNING's
         assertEquals(EnumSet.of(Rule.IMMUTABLE_RETURNING), broken(
                 "WITH i AS (INSERT INTO stripe_intents (id, client_id) VALUES (?, ?) RETURNING clock_timestamp() AS t) SELECT now(), i.t FROM i"));
@@ -176,6 +202,19 @@ class CitusRulesTest {
             });
         }
         for (Field field : IdempotencyStore.class.getDeclaredFields()) {
+            if (Modifier.isStatic(field.getModifiers()) && Map.class.isAssignableFrom(field.getType())
+                    && field.getName().equals(field.getName().toUpperCase())) {
+                try {
+                    field.setAccessible(true);
+                    ((Map<?, ?>) field.get(null)).forEach((key, value) -> {
+                        if (value instanceof String sql && DISTRIBUTED.matcher(sql).find() && !statements.containsValue(sql)) {
+                            statements.put(field.getName() + "." + key, sql);
+                        }
+                    });
+                } catch (IllegalAccessException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
             if (Modifier.isStatic(field.getModifiers()) && field.getType() == String.class) {
                 try {
                     field.setAccessible(true);
@@ -225,7 +264,7 @@ class CitusRulesTest {
         known.put("REFUND.deleteFinished", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("REFUND.finishByOperator", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         known.put("REFUND.finishFromStripe", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
-        known.put("REFUND.finish", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND.finish", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         known.put("REFUND.lockForObject", EnumSet.of(Rule.ONE_SHARD, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("REFUND.nextAttempt", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
         known.put("REFUND.park", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
@@ -235,7 +274,7 @@ class CitusRulesTest {
         known.put("REFUND.takeDueAccepted", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("REFUND.takeOverExpired", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("REFUND.takeOver", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
-        known.put("REFUND_RELEASE", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE));
+        known.put("REFUND_RELEASE", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         return known;
     }
 }
