@@ -249,7 +249,7 @@ public class IdempotencyStore {
                    {o} = coalesce(?, {o}),
                    pending_checks = pending_checks + CASE WHEN ? THEN 1 ELSE 0 END,
                    updated_at = clock_timestamp()
-             WHERE id = ? AND lease_gen = ? AND status = 'processing'
+             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
             """;
 
     /** The next Stripe key: a new send window, and a renewed lease for the holder that is about to send it. */
@@ -259,7 +259,7 @@ public class IdempotencyStore {
                    stripe_key_last_sent = NULL, lease_until = clock_timestamp() + ? * interval '1 millisecond',
                    stripe_sending_until = clock_timestamp() + ? * interval '1 millisecond',
                    last_stripe_error = NULL, recheck_at = NULL, updated_at = clock_timestamp()
-             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND stripe_attempt = ?
+             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND stripe_attempt = ? AND client_id = ?
             RETURNING true AS fresh, %s
             """.formatted(COLUMNS);
 
@@ -267,14 +267,14 @@ public class IdempotencyStore {
     private static final String RENEW_LEASE = """
             UPDATE {t}
                SET lease_until = clock_timestamp() + ? * interval '1 millisecond', updated_at = clock_timestamp()
-             WHERE id = ? AND lease_gen = ? AND status = 'processing'
+             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
             """;
 
     private static final String MARK_FOR_RECONCILIATION = """
             UPDATE {t}
                SET needs_reconciliation = true, reconciliation_reason = ?, lease_until = clock_timestamp(),
                    stripe_sending_until = NULL, updated_at = clock_timestamp()
-             WHERE id = ? AND lease_gen = ? AND status = 'processing'
+             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
             """;
 
     private static final String PEEK = """
@@ -1009,6 +1009,7 @@ public class IdempotencyStore {
             ps.setBoolean(6, release.pendingPaymentIntentId() != null);
             ps.setString(7, holder.id());
             ps.setInt(8, holder.leaseGeneration());
+            ps.setString(9, holder.clientId());
         }) == 1;
     }
 
@@ -1024,7 +1025,8 @@ public class IdempotencyStore {
             ps.setString(3, holder.id());
             ps.setInt(4, holder.leaseGeneration());
             ps.setInt(5, holder.stripeAttempt());
-            ps.setLong(6, keyHorizon.toMillis());
+            ps.setString(6, holder.clientId());
+            ps.setLong(7, keyHorizon.toMillis());
         }, acquired).map(row -> row.intent(holder.operation()));
     }
 
@@ -1037,6 +1039,7 @@ public class IdempotencyStore {
             ps.setLong(1, config.lease().toMillis());
             ps.setString(2, holder.id());
             ps.setInt(3, holder.leaseGeneration());
+            ps.setString(4, holder.clientId());
         }) == 1;
     }
 
@@ -1049,6 +1052,7 @@ public class IdempotencyStore {
             ps.setString(1, reason);
             ps.setString(2, holder.id());
             ps.setInt(3, holder.leaseGeneration());
+            ps.setString(4, holder.clientId());
         }) == 1;
     }
 
