@@ -17,8 +17,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What Citus needs of a statement on a table distributed by {@code client_id} (issue 17; {@code
- * scale/citus/probe.sh} shows Citus refusing the statements that break them), held as a rule on every statement
- * the idempotency store runs on {@code stripe_intents} and {@code stripe_refunds}, so that the plain-PostgreSQL suite
+ * scale/citus/probe.sh} shows Citus refusing the statements that break them), held as a rule on the statements
+ * on {@code stripe_intents} and {@code stripe_refunds} that the idempotency store, the Kafka outbox and the consumed
+ * offsets hold in constants and catalogs (SQL built inline in a method is not read), so that the plain-PostgreSQL suite
  * keeps the Citus path honest:
  * <ul>
  *   <li>{@link Rule#ONE_SHARD}: the statement names the row's {@code client_id} (a predicate, or the inserted
@@ -201,14 +202,14 @@ class CitusRulesTest {
                 }
             });
         }
-        for (Field field : IdempotencyStore.class.getDeclaredFields()) {
+        for (Field field : fields()) {
             if (Modifier.isStatic(field.getModifiers()) && Map.class.isAssignableFrom(field.getType())
                     && field.getName().equals(field.getName().toUpperCase())) {
                 try {
                     field.setAccessible(true);
                     ((Map<?, ?>) field.get(null)).forEach((key, value) -> {
                         if (value instanceof String sql && DISTRIBUTED.matcher(sql).find() && !statements.containsValue(sql)) {
-                            statements.put(field.getName() + "." + key, sql);
+                            statements.put(name(field) + "." + key, sql);
                         }
                     });
                 } catch (IllegalAccessException e) {
@@ -222,7 +223,7 @@ class CitusRulesTest {
                     // templates ({t}, {o}, ...) are held to the rules as rendered, through the protocol statements
                     if (sql != null && DISTRIBUTED.matcher(sql).find() && !TEMPLATE.matcher(sql).find()
                             && !statements.containsValue(sql)) {
-                        statements.put(field.getName(), sql);
+                        statements.put(name(field), sql);
                     }
                 } catch (IllegalAccessException e) {
                     throw new IllegalStateException(e);
@@ -230,6 +231,21 @@ class CitusRulesTest {
             }
         }
         return statements;
+    }
+
+    /** The static fields of the classes that hold SQL on the two tables: the store, and the outbox and offsets beside it. */
+    private static List<Field> fields() {
+        List<Field> fields = new ArrayList<>();
+        for (Class<?> holder : List.of(IdempotencyStore.class, ResultOutbox.class, ConsumedOffsets.class)) {
+            fields.addAll(List.of(holder.getDeclaredFields()));
+        }
+        return fields;
+    }
+
+    /** A field's statement name: the store's own by field name, the others' with their class's. */
+    private static String name(Field field) {
+        return field.getDeclaringClass() == IdempotencyStore.class ? field.getName()
+                : field.getDeclaringClass().getSimpleName() + "." + field.getName();
     }
 
     private static Map<String, Set<Rule>> known() {
@@ -274,6 +290,7 @@ class CitusRulesTest {
         known.put("REFUND.takeDueAccepted", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("REFUND.takeOverExpired", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING, Rule.NO_CROSS_CLIENT_LOCK));
         known.put("REFUND.takeOver", EnumSet.of(Rule.NO_VOLATILE_IN_WRITE, Rule.IMMUTABLE_RETURNING));
+        known.put("ResultOutbox.QUEUE_LATER_STATE", EnumSet.of(Rule.ONE_SHARD));
         known.put("REFUND_RELEASE", EnumSet.of(Rule.ONE_SHARD, Rule.NO_VOLATILE_IN_WRITE));
         return known;
     }
