@@ -130,11 +130,11 @@ public class BenchTool {
                         + bind(lock, List.of(charge, ":pgbench_client")).strip() + ";\n"
                         + bind(claimRefund, List.of("'rfd_pgb' || CAST(:k AS text)", charge, ":pgbench_client",
                         "NULL", ":fingerprint", ":refund_request", "1", ":usd", LEASE_MS, LEASE_MS,
-                        "lpad(CAST(:k AS text), 48, 'r')", HORIZON_MS)).strip() + "\n\\gset r_\n"
+                        "lpad(CAST(:k AS text), 48, 'r')")).strip() + "\n\\gset r_\n"
                         + bind(reserve, List.of("1", charge, ":pgbench_client")).strip() + ";\n"
                         + "COMMIT;\n"
                         + bind(finishRefund, List.of(":completed", "201", ":refund_response", "'re_pgb' || CAST(:k AS text)",
-                        ":succeeded", "NULL", ":r_id", ":r_lease_gen", ":pgbench_client")).strip() + ";\n";
+                        ":succeeded", "NULL", ":r_id", ":r_lease_gen", ":pgbench_client", ":pgbench_client")).strip() + ";\n";
                 Files.writeString(dir.resolve("refund_" + variant + ".sql"), script);
             }
 

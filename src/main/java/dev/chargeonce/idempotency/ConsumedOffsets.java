@@ -38,7 +38,7 @@ public class ConsumedOffsets {
                 SELECT ?, ?, ?, ? WHERE coalesce((SELECT next_offset FROM prev), -1) >= ?
                                     AND (SELECT n FROM rows_there) = ?
                 ON CONFLICT (group_id, topic, partition)
-                DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = now()
+                DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = statement_timestamp()
                 RETURNING 1)
             SELECT (SELECT next_offset FROM prev) AS before, EXISTS (SELECT 1 FROM stored) AS stored
             """;

@@ -17,6 +17,7 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -34,23 +35,42 @@ import java.util.Optional;
 @ApplicationScoped
 public class IdempotencyStore {
 
-    /** Columns read back by every statement that hands a row to its holder or to a retry. */
-    private static final String COLUMNS = """
+    /** The row as its holder, or a retry, needs it; {@link #READ_COLUMNS} or {@link #HELD_COLUMNS} add the clock's part. */
+    private static final String ROW_COLUMNS = """
             x.id, x.client_id, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
             x.last_stripe_error, x.needs_reconciliation, x.response_status, x.response_body, x.created_at, x.finished_at,
-            x.stripe_key_first_sent, x.stripe_key_last_sent, x.{o} AS object_id, x.pending_checks, x.stripe_identity, clock_timestamp() AS db_now,
-            (clock_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
-            ceil(extract(epoch FROM (x.lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms""";
+            x.stripe_key_first_sent, x.stripe_key_last_sent, x.{o} AS object_id, x.pending_checks, x.stripe_identity""";
+
+    /**
+     * Columns a read hands to a retry (the claim's look at an existing row, a peek): with what the clock says about
+     * the row, the lease left and the key's age, by the one clock (see {@link #HELD_COLUMNS}).
+     */
+    private static final String READ_COLUMNS = ROW_COLUMNS + """
+            , statement_timestamp() AS db_now,
+            (statement_timestamp() - x.stripe_key_first_sent) > ? * interval '1 millisecond' AS beyond_horizon,
+            ceil(extract(epoch FROM (x.lease_until - statement_timestamp())) * 1000)::bigint AS lease_left_ms""";
+
+    /**
+     * Columns a statement that grants a lease returns to its new holder: the lease's end and no clock at all. One
+     * clock decides every lease, the database's {@code statement_timestamp()}: on Citus, the coordinator evaluates it
+     * before it routes a write to a worker (it refuses a volatile {@code clock_timestamp()} in an {@code UPDATE}, and
+     * any clock in {@code RETURNING}), on plain PostgreSQL it is the primary's. Such a statement sets {@code lease_until}
+     * to that clock plus the lease it binds, so the clock when the lease was granted is {@code lease_until} minus
+     * that lease ({@link Row#held}), and the key's age follows from it: the same numbers, read without a clock.
+     * The holder's own deadline never comes from the database: {@link System#nanoTime()} taken before it sent the
+     * statement, plus the lease (the statement started after that, so its lease ends no earlier).
+     */
+    private static final String HELD_COLUMNS = ROW_COLUMNS + ", x.lease_until";
 
     /**
      * A new holder's lease: whatever an earlier holder may have sent is bounded by its lease (it never sends past
      * it) unless it reported its sends when it let go; that bound joins the key's last send.
      */
     private static final String NEW_HOLDER = """
-            lease_gen = x.lease_gen + 1, lease_until = clock_timestamp() + ? * interval '1 millisecond',
+            lease_gen = x.lease_gen + 1, lease_until = statement_timestamp() + ? * interval '1 millisecond',
             stripe_key_last_sent = greatest(x.stripe_key_last_sent, x.stripe_sending_until),
-            stripe_sending_until = clock_timestamp() + ? * interval '1 millisecond',
-            updated_at = clock_timestamp()""";
+            stripe_sending_until = statement_timestamp() + ? * interval '1 millisecond',
+            updated_at = statement_timestamp()""";
 
     /**
      * The claim, one statement: the key's row if it has one (a retry: one indexed read, and the insert below does
@@ -67,24 +87,25 @@ public class IdempotencyStore {
             inserted AS (
                 INSERT INTO stripe_intents AS si
                     (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
-                     stripe_sending_until, stripe_identity, origin)
-                SELECT ?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
-                       clock_timestamp() + ? * interval '1 millisecond', ?, ?
+                     stripe_sending_until, stripe_identity, origin, created_at, updated_at, stripe_key_first_sent)
+                SELECT ?, ?, ?, ?, ?, ?, ?, 'processing', statement_timestamp() + ? * interval '1 millisecond',
+                       statement_timestamp() + ? * interval '1 millisecond', ?, ?,
+                       statement_timestamp(), statement_timestamp(), statement_timestamp()
                  WHERE NOT EXISTS (SELECT 1 FROM existing)
                 ON CONFLICT DO NOTHING
                 RETURNING si.lease_gen, si.created_at, si.stripe_key_first_sent)
             SELECT i.lease_gen AS new_lease_gen, i.created_at AS new_created_at, i.stripe_key_first_sent AS new_key_first_sent,
                    e.*
               FROM (SELECT 1) AS one LEFT JOIN existing e ON true LEFT JOIN inserted i ON true
-            """.formatted(COLUMNS);
+            """.formatted(READ_COLUMNS);
 
     private static final String TAKE_OVER = """
             UPDATE {t} x
                SET %s
-             WHERE id = ? AND status = 'processing' AND lease_gen = ? AND lease_until <= clock_timestamp()
+             WHERE id = ? AND status = 'processing' AND lease_gen = ? AND lease_until <= statement_timestamp()
                AND NOT needs_reconciliation AND client_id = ?
             RETURNING true AS fresh, %s
-            """.formatted(NEW_HOLDER, COLUMNS);
+            """.formatted(NEW_HOLDER, HELD_COLUMNS);
 
     /**
      * A refund's claim, inside the transaction that locked its charge and checked the amount: the row and the
@@ -93,12 +114,13 @@ public class IdempotencyStore {
     private static final String CLAIM_REFUND = """
             INSERT INTO stripe_refunds AS x
                 (id, charge_id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
-                 stripe_sending_until, stripe_identity)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'processing', clock_timestamp() + ? * interval '1 millisecond',
-                    clock_timestamp() + ? * interval '1 millisecond', ?)
+                 stripe_sending_until, stripe_identity, created_at, updated_at, stripe_key_first_sent)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'processing', statement_timestamp() + ? * interval '1 millisecond',
+                    statement_timestamp() + ? * interval '1 millisecond', ?,
+                    statement_timestamp(), statement_timestamp(), statement_timestamp())
             ON CONFLICT DO NOTHING
             RETURNING true AS fresh, %s
-            """.formatted(COLUMNS);
+            """.formatted(HELD_COLUMNS);
 
     /** The charge a refund is claimed on, locked: refund claims of one charge take turns (the reservation). */
     private static final String LOCK_CHARGE_FOR_REFUND = """
@@ -110,30 +132,42 @@ public class IdempotencyStore {
     private static final String KEY_CLAIMED = "SELECT 1 FROM stripe_refunds WHERE stripe_identity = ANY (?) AND client_id = ?";
 
     private static final String RESERVE = """
-            UPDATE stripe_intents SET amount_reserved = amount_reserved + ?, updated_at = clock_timestamp()
+            UPDATE stripe_intents SET amount_reserved = amount_reserved + ?, updated_at = statement_timestamp()
              WHERE id = ? AND client_id = ?
             """;
 
-    /** The recovery worker's takeover: also leaves alone rows whose re-check time has not come. */
+    /**
+     * The recovery worker's candidates: rows whose lease expired, not parked, whose re-check time has come. A read
+     * without locks over every client (on Citus, every shard), so it decides nothing: each candidate is then taken
+     * over by {@link #TAKE_OVER_EXPIRED}, which the lease generation read here fences. Two workers that read the same
+     * candidate both try; the first moves the generation on and the other's statement matches nothing.
+     */
+    private static final String EXPIRED_CANDIDATES = """
+            SELECT id, client_id, lease_gen FROM {t}
+             WHERE status = 'processing' AND lease_until <= statement_timestamp() AND NOT needs_reconciliation
+               AND (recheck_at IS NULL OR recheck_at <= statement_timestamp())
+             ORDER BY lease_until
+             LIMIT ?
+            """;
+
+    /**
+     * The recovery worker's takeover of one candidate: {@link #TAKE_OVER} that also leaves alone a row whose re-check
+     * time has not come (its holder let it go with one after the candidate was read).
+     */
     private static final String TAKE_OVER_EXPIRED = """
             UPDATE {t} x
                SET %s
-              FROM (SELECT id FROM {t}
-                     WHERE status = 'processing' AND lease_until <= clock_timestamp() AND NOT needs_reconciliation
-                       AND (recheck_at IS NULL OR recheck_at <= clock_timestamp())
-                     ORDER BY lease_until
-                     LIMIT ?
-                     FOR UPDATE SKIP LOCKED) due
-             WHERE x.id = due.id
+             WHERE id = ? AND client_id = ? AND status = 'processing' AND lease_gen = ? AND lease_until <= statement_timestamp()
+               AND NOT needs_reconciliation AND (recheck_at IS NULL OR recheck_at <= statement_timestamp())
             RETURNING true AS fresh, %s
-            """.formatted(NEW_HOLDER, COLUMNS);
+            """.formatted(NEW_HOLDER, HELD_COLUMNS);
 
     private static final String FINISH = """
             WITH done AS (
                 UPDATE {t}
                    SET status = ?, response_status = ?, response_body = ?, {o} = coalesce(?, {o}),
-                       {s} = ?, recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
-                       finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
+                       {s} = ?, recheck_at = statement_timestamp() + ?::bigint * interval '1 millisecond',
+                       finished_at = statement_timestamp(), updated_at = statement_timestamp(), lease_until = NULL,
                        last_stripe_error = NULL, stripe_sending_until = NULL
                  WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
                 RETURNING {returning})
@@ -150,8 +184,8 @@ public class IdempotencyStore {
     private static final String FINISH_UNQUEUED = """
             UPDATE {t}
                SET status = ?, response_status = ?, response_body = ?, {o} = coalesce(?, {o}),
-                   {s} = ?, recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
-                   finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
+                   {s} = ?, recheck_at = statement_timestamp() + ?::bigint * interval '1 millisecond',
+                   finished_at = statement_timestamp(), updated_at = statement_timestamp(), lease_until = NULL,
                    last_stripe_error = NULL, stripe_sending_until = NULL
              WHERE id = ? AND lease_gen = ? AND status = 'processing' AND origin IS NULL AND client_id = ?
             """;
@@ -165,8 +199,8 @@ public class IdempotencyStore {
                 UPDATE {t}
                    SET {s} = ?, {o} = coalesce({o}, ?),
                        recheck_at = CASE WHEN ? IN {settled} THEN NULL ELSE recheck_at END,
-                       updated_at = clock_timestamp()
-                 WHERE id = ? AND status <> 'processing' {advance_guard}
+                       updated_at = statement_timestamp()
+                 WHERE id = ? AND client_id = ? AND status <> 'processing' {advance_guard}
                    AND coalesce({s}, '') NOT IN {finals}
                    AND {rank_now} < {rank_next}
                 RETURNING {returning})
@@ -197,10 +231,10 @@ public class IdempotencyStore {
                 UPDATE {t}
                    SET lease_gen = lease_gen + 1, status = ?, response_status = ?, response_body = ?,
                        {o} = coalesce(?, {o}), {s} = ?,
-                       recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
-                       finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_until = NULL,
+                       recheck_at = statement_timestamp() + ?::bigint * interval '1 millisecond',
+                       finished_at = statement_timestamp(), updated_at = statement_timestamp(), lease_until = NULL,
                        last_stripe_error = NULL, stripe_sending_until = NULL
-                 WHERE id = ? AND status = 'processing'
+                 WHERE id = ? AND client_id = ? AND status = 'processing'
                 RETURNING {returning})
             {release}{outbox}
             SELECT count(*) FROM done
@@ -209,7 +243,8 @@ public class IdempotencyStore {
     /** {@link #FINISH_FROM_STRIPE}, fenced by the generation an operator saw, and out of reconciliation. */
     private static final String FINISH_BY_OPERATOR = FINISH_FROM_STRIPE
             .replace("SET lease_gen = lease_gen + 1,", "SET lease_gen = lease_gen + 1, needs_reconciliation = false,")
-            .replace("WHERE id = ? AND status = 'processing'", "WHERE id = ? AND lease_gen = ? AND status = 'processing'");
+            .replace("WHERE id = ? AND client_id = ? AND status = 'processing'",
+                    "WHERE id = ? AND client_id = ? AND lease_gen = ? AND status = 'processing'");
 
     /**
      * {@link #FINISH_BY_OPERATOR} as "nothing was made": only once no try of the key can still reach Stripe, by the
@@ -220,116 +255,149 @@ public class IdempotencyStore {
      * would otherwise charge after the operator's list found nothing (spec/, NothingMadeIsTrue).
      */
     private static final String ABANDON_BY_OPERATOR = FINISH_BY_OPERATOR
-            .replace("WHERE id = ? AND lease_gen = ? AND status = 'processing'", "WHERE id = ? AND lease_gen = ? AND status = 'processing'"
-                    + " AND clock_timestamp() >= coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity')"
-                    + " + ? * interval '1 millisecond' AND clock_timestamp() >= created_at + ? * interval '1 millisecond'");
+            .replace("WHERE id = ? AND client_id = ? AND lease_gen = ? AND status = 'processing'",
+                    "WHERE id = ? AND client_id = ? AND lease_gen = ? AND status = 'processing'"
+                    + " AND statement_timestamp() >= coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity')"
+                    + " + ? * interval '1 millisecond' AND statement_timestamp() >= created_at + ? * interval '1 millisecond'");
 
-    /** Accepted charges whose outcome has not arrived and whose next look is due: taken for one look each. */
+    /**
+     * Accepted operations whose outcome has not arrived and whose next look is due: candidates read without locks
+     * over every client, each then taken for one look by {@link #TAKE_DUE_ACCEPTED}.
+     */
+    private static final String DUE_ACCEPTED_CANDIDATES = """
+            SELECT id, client_id FROM {t}
+             WHERE status = 'accepted' AND recheck_at <= statement_timestamp()
+             ORDER BY recheck_at
+             LIMIT ?
+            """;
+
+    /**
+     * One due accepted operation taken for one look: its next look moves {@code hold} away, so that the statement
+     * of another worker that read the same candidate finds it no longer due and matches nothing. (The due check is
+     * written with {@code coalesce}, which never matches a NULL either, so that the planner does not read it as the
+     * partial index of followed rows' predicate and scan that index instead of seeking the id.)
+     */
     private static final String TAKE_DUE_ACCEPTED = """
             UPDATE {t} x
-               SET recheck_at = clock_timestamp() + ? * interval '1 millisecond', pending_checks = x.pending_checks + 1,
-                   updated_at = clock_timestamp()
-              FROM (SELECT id FROM {t}
-                     WHERE status = 'accepted' AND recheck_at <= clock_timestamp()
-                     ORDER BY recheck_at
-                     LIMIT ?
-                     FOR UPDATE SKIP LOCKED) due
-             WHERE x.id = due.id
+               SET recheck_at = statement_timestamp() + ? * interval '1 millisecond', pending_checks = x.pending_checks + 1,
+                   updated_at = statement_timestamp()
+             WHERE id = ? AND client_id = ? AND status = 'accepted'
+               AND coalesce(recheck_at, 'infinity') <= statement_timestamp()
             RETURNING x.id, x.client_id, x.{s} AS state, x.{o} AS object_id, x.pending_checks, x.finished_at,
-                      clock_timestamp() AS db_now
+                      x.recheck_at
             """;
 
     private static final String RELEASE = """
             UPDATE {t}
-               SET lease_until = clock_timestamp(), last_stripe_error = coalesce(?, last_stripe_error),
+               SET lease_until = statement_timestamp(), last_stripe_error = coalesce(?, last_stripe_error),
                    stripe_key_last_sent = CASE WHEN ?::bigint IS NULL THEN stripe_key_last_sent
-                       ELSE greatest(stripe_key_last_sent, clock_timestamp() - ?::bigint * interval '1 millisecond') END,
+                       ELSE greatest(stripe_key_last_sent, statement_timestamp() - ?::bigint * interval '1 millisecond') END,
                    stripe_sending_until = NULL,
-                   recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond',
+                   recheck_at = statement_timestamp() + ?::bigint * interval '1 millisecond',
                    {o} = coalesce(?, {o}),
                    pending_checks = pending_checks + CASE WHEN ? THEN 1 ELSE 0 END,
-                   updated_at = clock_timestamp()
+                   updated_at = statement_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
             """;
 
     /** The next Stripe key: a new send window, and a renewed lease for the holder that is about to send it. */
     private static final String NEXT_STRIPE_ATTEMPT = """
             UPDATE {t} x
-               SET stripe_attempt = stripe_attempt + 1, stripe_key_first_sent = clock_timestamp(),
-                   stripe_key_last_sent = NULL, lease_until = clock_timestamp() + ? * interval '1 millisecond',
-                   stripe_sending_until = clock_timestamp() + ? * interval '1 millisecond',
-                   last_stripe_error = NULL, recheck_at = NULL, updated_at = clock_timestamp()
+               SET stripe_attempt = stripe_attempt + 1, stripe_key_first_sent = statement_timestamp(),
+                   stripe_key_last_sent = NULL, lease_until = statement_timestamp() + ? * interval '1 millisecond',
+                   stripe_sending_until = statement_timestamp() + ? * interval '1 millisecond',
+                   last_stripe_error = NULL, recheck_at = NULL, updated_at = statement_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing' AND stripe_attempt = ? AND client_id = ?
             RETURNING true AS fresh, %s
-            """.formatted(COLUMNS);
+            """.formatted(HELD_COLUMNS);
 
     /** A holder working without sending (a long lookup) keeps its lease; its send bound does not move. */
     private static final String RENEW_LEASE = """
             UPDATE {t}
-               SET lease_until = clock_timestamp() + ? * interval '1 millisecond', updated_at = clock_timestamp()
+               SET lease_until = statement_timestamp() + ? * interval '1 millisecond', updated_at = statement_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
             """;
 
     private static final String MARK_FOR_RECONCILIATION = """
             UPDATE {t}
-               SET needs_reconciliation = true, reconciliation_reason = ?, lease_until = clock_timestamp(),
-                   stripe_sending_until = NULL, updated_at = clock_timestamp()
+               SET needs_reconciliation = true, reconciliation_reason = ?, lease_until = statement_timestamp(),
+                   stripe_sending_until = NULL, updated_at = statement_timestamp()
              WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
             """;
 
     private static final String PEEK = """
             SELECT false AS fresh, %s FROM {t} x WHERE x.stripe_identity = ? AND x.client_id = ?
-            """.formatted(COLUMNS);
+            """.formatted(READ_COLUMNS);
 
     private static final String COUNT_ATTENTION_ROWS = """
             SELECT count(*) FILTER (WHERE NOT needs_reconciliation
-                                      AND greatest(lease_until, recheck_at) < clock_timestamp() - ? * interval '1 millisecond'),
+                                      AND greatest(lease_until, recheck_at) < statement_timestamp() - ? * interval '1 millisecond'),
                    count(*) FILTER (WHERE needs_reconciliation),
                    count(*) FILTER (WHERE NOT needs_reconciliation
-                                      AND created_at < clock_timestamp() - ? * interval '1 millisecond'),
-                   coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0),
+                                      AND created_at < statement_timestamp() - ? * interval '1 millisecond'),
+                   coalesce(extract(epoch FROM statement_timestamp() - min(created_at)), 0),
                    coalesce(max(lease_gen), 0)
               FROM {t} WHERE status = 'processing'
             """;
 
+    /**
+     * Retention's candidates: finished rows past the retention, read without locks over every client; each client's
+     * share is then deleted by {@link #DELETE_FINISHED}, which checks the same again under the rows' locks.
+     */
+    private static final String FINISHED_CANDIDATES = """
+            SELECT id, client_id FROM {t} x
+             WHERE status <> 'processing' AND finished_at < statement_timestamp() - ? * interval '1 millisecond'
+               -- a Stripe object still on its way is still followed (sync worker, events): its row stays
+               AND NOT (status = 'accepted' AND coalesce({s}, '') NOT IN {settled})
+               {keep_any_client}
+             ORDER BY finished_at
+             LIMIT ?
+            """;
+
+    /**
+     * One client's candidates deleted, each only if it still qualifies when locked: a row locked by someone else (a
+     * refund's claim locks its charge) is skipped, and a charge that has a refund by then stays. The client's refunds
+     * are bound as the last parameter for a charge ({@code {keep}}).
+     */
     private static final String DELETE_FINISHED = """
-            DELETE FROM {t} WHERE id IN (
+            DELETE FROM {t} WHERE client_id = ? AND id IN (
                 SELECT id FROM {t} x
-                 WHERE status <> 'processing' AND finished_at < clock_timestamp() - ? * interval '1 millisecond'
-                   -- a Stripe object still on its way is still followed (sync worker, events): its row stays
+                 WHERE client_id = ? AND id = ANY (?)
+                   AND status <> 'processing' AND finished_at < statement_timestamp() - ? * interval '1 millisecond'
                    AND NOT (status = 'accepted' AND coalesce({s}, '') NOT IN {settled})
                    {keep}
-                 ORDER BY finished_at
-                 LIMIT ?
                  FOR UPDATE SKIP LOCKED)
             """;
 
     private static final String ANSWER_OF = """
             SELECT status, response_status, response_body, needs_reconciliation,
-                   ceil(extract(epoch FROM (lease_until - clock_timestamp())) * 1000)::bigint AS lease_left_ms
-              FROM {t} WHERE id = ?
+                   ceil(extract(epoch FROM (lease_until - statement_timestamp())) * 1000)::bigint AS lease_left_ms
+              FROM {t} WHERE id = ? AND client_id = ?
             """;
 
     private static final String SCHEDULE_RECHECK = """
-            UPDATE {t} SET recheck_at = clock_timestamp() + ?::bigint * interval '1 millisecond'
-             WHERE id = ? AND status = 'accepted' AND coalesce({s}, '') NOT IN {settled}
+            UPDATE {t} SET recheck_at = statement_timestamp() + ?::bigint * interval '1 millisecond'
+             WHERE id = ? AND client_id = ? AND status = 'accepted' AND coalesce({s}, '') NOT IN {settled}
             """;
 
     /**
      * A refund that ends without refunding (Stripe refused it, or it failed or was canceled) gives its amount back
-     * to the charge, in the statement that ends it: reserved = pending + succeeded refunds, always.
+     * to the charge, in the statement that ends it: reserved = pending + succeeded refunds, always. The charge's
+     * client is the refund's, bound once more as the statement's last parameter ({@link #bindRelease}): a refund
+     * and its charge live on one shard on Citus, and this part must say which.
      */
     private static final String REFUND_RELEASE = """
             , released AS (
-                UPDATE stripe_intents c SET amount_reserved = c.amount_reserved - d.amount, updated_at = clock_timestamp()
+                UPDATE stripe_intents c SET amount_reserved = c.amount_reserved - d.amount, updated_at = statement_timestamp()
                   FROM done d
-                 WHERE c.client_id = d.client_id AND c.id = d.charge_id AND (d.status = 'failed' OR d.state IN ('failed', 'canceled'))
+                 WHERE c.client_id = ? AND c.id = d.charge_id AND (d.status = 'failed' OR d.state IN ('failed', 'canceled'))
                 RETURNING c.id)""";
 
     /** Every statement above, for one operation's table and columns. */
-    private record Sql(String claim, String takeOver, String takeOverExpired, String finish, String finishUnqueued, String advanceState,
-                       String lockForObject, String finishFromStripe, String takeDueAccepted, String release,
-                       String nextAttempt, String renewLease, String park, String peek, String countAttention,
+    private record Sql(String claim, String takeOver, String expiredCandidates, String takeOverExpired, String finish,
+                       String finishUnqueued, String advanceState, String lockForObject, String finishFromStripe,
+                       String dueAcceptedCandidates, String takeDueAccepted, String release, String nextAttempt,
+                       String renewLease, String park, String peek, String countAttention, String finishedCandidates,
                        String deleteFinished, String answerOf, String scheduleRecheck, String finishByOperator,
                        String abandonByOperator) {
 
@@ -340,11 +408,13 @@ public class IdempotencyStore {
                     .replace("{rank_now}", op.rankSql(op.stateColumn())).replace("{rank_next}", op.rankSql("?::text"))
                     .replace("{returning}", EXTRAS.get(op).returning()).replace("{release}", EXTRAS.get(op).release())
                     .replace("{advance_guard}", EXTRAS.get(op).advanceGuard()).replace("{keep}", EXTRAS.get(op).keep())
+                    .replace("{keep_any_client}", EXTRAS.get(op).keepAnyClient())
                     .replace("{outbox}", EXTRAS.get(op).outbox());
-            return new Sql(r.apply(op == Operation.CHARGE ? CLAIM : CLAIM_REFUND), r.apply(TAKE_OVER), r.apply(TAKE_OVER_EXPIRED),
-                    r.apply(FINISH), op == Operation.CHARGE ? r.apply(FINISH_UNQUEUED) : null, r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE),
+            return new Sql(r.apply(op == Operation.CHARGE ? CLAIM : CLAIM_REFUND), r.apply(TAKE_OVER), r.apply(EXPIRED_CANDIDATES),
+                    r.apply(TAKE_OVER_EXPIRED), r.apply(FINISH), op == Operation.CHARGE ? r.apply(FINISH_UNQUEUED) : null,
+                    r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE), r.apply(DUE_ACCEPTED_CANDIDATES),
                     r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
-                    r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS),
+                    r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS), r.apply(FINISHED_CANDIDATES),
                     r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK), r.apply(FINISH_BY_OPERATOR),
                     r.apply(ABANDON_BY_OPERATOR));
         }
@@ -360,6 +430,11 @@ public class IdempotencyStore {
      * @param outbox       what a finish writes besides the row, in the same statement (a Kafka command's result)
      */
     private record OperationSql(String returning, String release, String advanceGuard, String keep, String outbox) {
+
+        /** {@link #keep} in a read over every client: the refunds of the row's own client. */
+        String keepAnyClient() {
+            return keep.replace("r.client_id = ?", "r.client_id = x.client_id");
+        }
     }
 
     private static final java.util.Map<Operation, OperationSql> EXTRAS = java.util.Map.of(
@@ -367,7 +442,8 @@ public class IdempotencyStore {
             // A charge a Kafka command claimed (origin set) queues its result in the statement that finishes it,
             // whoever finishes it: the driver, recovery, an event or the sync worker, an operator.
             Operation.CHARGE, new OperationSql("id, client_id, idempotency_key, origin, response_status, response_body", "", "",
-                    "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id)", ResultOutbox.QUEUE_FINISHED),
+                    "AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = x.id AND r.client_id = ?)",
+                    ResultOutbox.QUEUE_FINISHED),
             // A refund answered "failed" gave its amount back already; nothing Stripe says later moves it.
             Operation.REFUND, new OperationSql("client_id, charge_id, amount, status, refund_status AS state", REFUND_RELEASE,
                     "AND status <> 'failed'", "", ""));
@@ -381,6 +457,10 @@ public class IdempotencyStore {
         // Derived by replacement: a replacement that no longer matched would leave an operator's finish unfenced.
         if (!FINISH_BY_OPERATOR.contains("lease_gen = ? AND status = 'processing'") || !FINISH_BY_OPERATOR.contains("needs_reconciliation = false")) {
             throw new IllegalStateException("FINISH_BY_OPERATOR lost its fence: " + FINISH_BY_OPERATOR);
+        }
+        // ... and "nothing was made" would be written while a try of the key may still reach Stripe.
+        if (!ABANDON_BY_OPERATOR.contains("AND statement_timestamp() >= coalesce(greatest(stripe_key_last_sent")) {
+            throw new IllegalStateException("ABANDON_BY_OPERATOR lost its settling wait: " + ABANDON_BY_OPERATOR);
         }
         // Every statement that ends a charge queues a Kafka command's result with it: one that did not would lose it.
         Sql charge = SQL.get(Operation.CHARGE);
@@ -562,14 +642,14 @@ public class IdempotencyStore {
         if (settled.isPresent()) {
             return settled;
         }
+        long acquired = System.nanoTime();
         return queryOne(sql(op).takeOver(), ps -> {
             ps.setLong(1, config.lease().toMillis());
             ps.setLong(2, config.lease().toMillis());
             ps.setString(3, row.id);
             ps.setInt(4, row.leaseGeneration);
             ps.setString(5, row.clientId);
-            ps.setLong(6, keyHorizon.toMillis());
-        }).map(taken -> new Claim.TakenOver(taken.intent(op)));
+        }, rs -> Row.held(rs, acquired, config.lease(), keyHorizon)).map(taken -> new Claim.TakenOver(taken.intent(op)));
     }
 
     /**
@@ -689,10 +769,9 @@ public class IdempotencyStore {
             ps.setString(i++, currency);
             ps.setLong(i++, config.lease().toMillis());
             ps.setLong(i++, config.lease().toMillis());
-            ps.setString(i++, identities.of(Operation.REFUND, refund.clientId(), refund.key()));
-            ps.setLong(i, keyHorizon.toMillis());
+            ps.setString(i, identities.of(Operation.REFUND, refund.clientId(), refund.key()));
             try (ResultSet rs = ps.executeQuery()) {
-                inserted = rs.next() ? Optional.of(Row.read(rs, acquired)) : Optional.empty();
+                inserted = rs.next() ? Optional.of(Row.held(rs, acquired, config.lease(), keyHorizon)) : Optional.empty();
             }
         }
         if (inserted.isEmpty()) {
@@ -762,7 +841,7 @@ public class IdempotencyStore {
                  ORDER BY created_at LIMIT 1
                    FOR UPDATE),
             adopted AS (
-                UPDATE stripe_intents x SET origin = ?, idempotency_key = ?, updated_at = clock_timestamp()
+                UPDATE stripe_intents x SET origin = ?, idempotency_key = ?, updated_at = statement_timestamp()
                   FROM before b WHERE x.id = b.id AND b.origin IS NULL
                 RETURNING x.id),
             done AS (
@@ -823,31 +902,71 @@ public class IdempotencyStore {
     }
 
     /**
-     * Deletes up to {@code batch} finished rows older than {@code retention}. Small batches and SKIP LOCKED keep
-     * locks short; processing rows are never deleted, whatever their age.
+     * Deletes up to {@code batch} finished rows older than {@code retention}: a read of candidates without locks, then
+     * one short statement per client that deletes its candidates that still qualify under their locks (SKIP LOCKED
+     * keeps locks short and leaves a row someone works on); processing rows are never deleted, whatever their age.
      */
     public int deleteFinishedBefore(Operation op, Duration retention, int batch) {
-        return update(sql(op).deleteFinished(), ps -> {
+        Map<String, List<String>> byClient = new java.util.LinkedHashMap<>();
+        run(sql(op).finishedCandidates(), ps -> {
             ps.setLong(1, retention.toMillis());
             ps.setInt(2, batch);
-        });
-    }
-
-    /** Takes over up to {@code limit} rows whose lease expired; another instance never gets the same row. */
-    public List<ClaimedIntent> takeOverExpired(Operation op, int limit, Duration keyHorizon) {
-        List<ClaimedIntent> taken = new ArrayList<>();
-        long acquired = System.nanoTime();
-        run(sql(op).takeOverExpired(), ps -> {
-            ps.setLong(1, config.lease().toMillis());
-            ps.setLong(2, config.lease().toMillis());
-            ps.setInt(3, limit);
-            ps.setLong(4, keyHorizon.toMillis());
         }, rs -> {
             while (rs.next()) {
-                taken.add(Row.read(rs, acquired).intent(op));
+                byClient.computeIfAbsent(rs.getString("client_id"), client -> new ArrayList<>()).add(rs.getString("id"));
             }
         });
+        int deleted = 0;
+        for (Map.Entry<String, List<String>> client : byClient.entrySet()) {
+            deleted += update(sql(op).deleteFinished(), ps -> {
+                ps.setString(1, client.getKey());
+                ps.setString(2, client.getKey());
+                ps.setArray(3, ps.getConnection().createArrayOf("text", client.getValue().toArray()));
+                ps.setLong(4, retention.toMillis());
+                if (op == Operation.CHARGE) {
+                    ps.setString(5, client.getKey()); // {keep}: the client's refunds of the charge
+                }
+            });
+        }
+        return deleted;
+    }
+
+    /**
+     * Takes over up to {@code limit} rows whose lease expired: candidates read without locks, each then taken over
+     * by a statement fenced by the generation read, so that another instance never gets the same row (the one that
+     * comes second matches nothing). A database failure after some takeovers returns those (their driver drives
+     * them); before any, it is thrown.
+     */
+    public List<ClaimedIntent> takeOverExpired(Operation op, int limit, Duration keyHorizon) {
+        List<Candidate> candidates = new ArrayList<>();
+        run(sql(op).expiredCandidates(), ps -> ps.setInt(1, limit), rs -> {
+            while (rs.next()) {
+                candidates.add(new Candidate(rs.getString("id"), rs.getString("client_id"), rs.getInt("lease_gen")));
+            }
+        });
+        List<ClaimedIntent> taken = new ArrayList<>();
+        for (Candidate candidate : candidates) {
+            long acquired = System.nanoTime();
+            try {
+                queryOne(sql(op).takeOverExpired(), ps -> {
+                    ps.setLong(1, config.lease().toMillis());
+                    ps.setLong(2, config.lease().toMillis());
+                    ps.setString(3, candidate.id());
+                    ps.setString(4, candidate.clientId());
+                    ps.setInt(5, candidate.leaseGeneration());
+                }, rs -> Row.held(rs, acquired, config.lease(), keyHorizon)).ifPresent(row -> taken.add(row.intent(op)));
+            } catch (RuntimeException e) {
+                if (taken.isEmpty()) {
+                    throw e;
+                }
+                return taken;
+            }
+        }
         return taken;
+    }
+
+    /** A row a lock-free scan found, with the generation its fenced statement must still see. */
+    private record Candidate(String id, String clientId, int leaseGeneration) {
     }
 
     /**
@@ -867,6 +986,7 @@ public class IdempotencyStore {
             ps.setString(next, holder.id());
             ps.setInt(next + 1, holder.leaseGeneration());
             ps.setString(next + 2, holder.clientId());
+            bindRelease(ps, next + 3, holder.operation(), holder.clientId());
         };
         // A charge: first the plain UPDATE, which matches unless a Kafka command waits for the row's result (or the
         // lease was lost); only then the statement that also queues the result (and matches nothing either when the
@@ -929,10 +1049,12 @@ public class IdempotencyStore {
     }
 
     /** Finishes a row still processing from what Stripe said (fencing out its holder); false if it was not. */
-    public boolean finishFromStripe(Connection tx, Operation op, String id, Final answer) throws SQLException {
+    public boolean finishFromStripe(Connection tx, Operation op, String id, String clientId, Final answer) throws SQLException {
         try (PreparedStatement ps = tx.prepareStatement(sql(op).finishFromStripe())) {
             int next = answer.bind(ps, 1);
             ps.setString(next, id);
+            ps.setString(next + 1, clientId);
+            bindRelease(ps, next + 2, op, clientId);
             return countOf(ps) == 1;
         }
     }
@@ -941,14 +1063,27 @@ public class IdempotencyStore {
      * Moves an answered operation's Stripe state forward to {@code next}; false when that would be backwards (a
      * lower rank) or out of a final state.
      */
-    public boolean advanceState(Connection tx, Operation op, String id, String next, String objectId) throws SQLException {
+    public boolean advanceState(Connection tx, Operation op, String id, String clientId, String next, String objectId)
+            throws SQLException {
         try (PreparedStatement ps = tx.prepareStatement(sql(op).advanceState())) {
             ps.setString(1, next);
             ps.setString(2, objectId);
             ps.setString(3, next);
             ps.setString(4, id);
-            ps.setString(5, next);
+            ps.setString(5, clientId);
+            ps.setString(6, next);
+            bindRelease(ps, 7, op, clientId);
             return countOf(ps) == 1;
+        }
+    }
+
+    /**
+     * The client of a refund's charge for {@link #REFUND_RELEASE}, the last parameter of a statement that can end a
+     * refund; a charge's statements have no such part.
+     */
+    private static void bindRelease(PreparedStatement ps, int index, Operation op, String clientId) throws SQLException {
+        if (op == Operation.REFUND) {
+            ps.setString(index, clientId);
         }
     }
 
@@ -969,26 +1104,46 @@ public class IdempotencyStore {
      * (so that another instance does not take them meanwhile; the worker sets the real next look after it).
      */
     public List<AcceptedRow> takeDueAccepted(Operation op, int limit, java.time.Duration hold) {
-        List<AcceptedRow> due = new ArrayList<>();
-        run(sql(op).takeDueAccepted(), ps -> {
-            ps.setLong(1, hold.toMillis());
-            ps.setInt(2, limit);
-        }, rs -> {
+        List<Candidate> candidates = new ArrayList<>();
+        run(sql(op).dueAcceptedCandidates(), ps -> ps.setInt(1, limit), rs -> {
             while (rs.next()) {
-                due.add(new AcceptedRow(op, rs.getString("id"), rs.getString("client_id"),
-                        rs.getString("state"), rs.getString("object_id"),
-                        rs.getInt("pending_checks"), rs.getTimestamp("finished_at").toInstant(),
-                        rs.getTimestamp("db_now").toInstant()));
+                candidates.add(new Candidate(rs.getString("id"), rs.getString("client_id"), 0));
             }
         });
+        List<AcceptedRow> due = new ArrayList<>();
+        for (Candidate candidate : candidates) {
+            try {
+                run(sql(op).takeDueAccepted(), ps -> {
+                    ps.setLong(1, hold.toMillis());
+                    ps.setString(2, candidate.id());
+                    ps.setString(3, candidate.clientId());
+                }, rs -> {
+                    if (rs.next()) {
+                        due.add(new AcceptedRow(op, rs.getString("id"), rs.getString("client_id"),
+                                rs.getString("state"), rs.getString("object_id"),
+                                rs.getInt("pending_checks"), rs.getTimestamp("finished_at").toInstant(),
+                                // the statement set the next look to its clock plus the hold: that clock, read without
+                                // a clock in RETURNING
+                                rs.getTimestamp("recheck_at").toInstant().minus(hold)));
+                    }
+                });
+            } catch (RuntimeException e) {
+                if (due.isEmpty()) {
+                    throw e;
+                }
+                return due; // the rest stay due: the next pass takes them
+            }
+        }
         return due;
     }
 
     /** When the sync worker looks at an accepted charge next (null: never, it is final). */
-    public void scheduleRecheck(Connection tx, Operation op, String id, java.time.Duration after) throws SQLException {
+    public void scheduleRecheck(Connection tx, Operation op, String id, String clientId, java.time.Duration after)
+            throws SQLException {
         try (PreparedStatement ps = tx.prepareStatement(sql(op).scheduleRecheck())) {
             ps.setObject(1, after == null ? null : after.toMillis(), java.sql.Types.BIGINT);
             ps.setString(2, id);
+            ps.setString(3, clientId);
             ps.executeUpdate();
         }
     }
@@ -1026,8 +1181,7 @@ public class IdempotencyStore {
             ps.setInt(4, holder.leaseGeneration());
             ps.setInt(5, holder.stripeAttempt());
             ps.setString(6, holder.clientId());
-            ps.setLong(7, keyHorizon.toMillis());
-        }, acquired).map(row -> row.intent(holder.operation()));
+        }, rs -> Row.held(rs, acquired, config.lease(), keyHorizon)).map(row -> row.intent(holder.operation()));
     }
 
     /**
@@ -1057,14 +1211,17 @@ public class IdempotencyStore {
     }
 
     /** What the row holds now: its final answer, or empty while it is still processing. */
-    public Optional<StoredAnswer> answerOf(Operation op, String intentId) {
-        return stateOf(op, intentId).answer();
+    public Optional<StoredAnswer> answerOf(Operation op, String clientId, String intentId) {
+        return stateOf(op, clientId, intentId).answer();
     }
 
     /** What a holder that lost its lease finds: the final answer, or that the row is parked, or still processing. */
-    public RowState stateOf(Operation op, String intentId) {
+    public RowState stateOf(Operation op, String clientId, String intentId) {
         RowState[] state = {new RowState(Optional.empty(), false)};
-        run(sql(op).answerOf(), ps -> ps.setString(1, intentId), rs -> {
+        run(sql(op).answerOf(), ps -> {
+            ps.setString(1, intentId);
+            ps.setString(2, clientId);
+        }, rs -> {
             if (rs.next()) {
                 state[0] = "processing".equals(rs.getString("status"))
                         ? new RowState(Optional.empty(), rs.getBoolean("needs_reconciliation"))
@@ -1295,7 +1452,7 @@ public class IdempotencyStore {
      * {@code overdueAfter} (however often re-driven), oldest first.
      */
     public List<RowView> attentionRows(Operation op, Duration overdueAfter, int limit) {
-        return views(op, "status = 'processing' AND (needs_reconciliation OR created_at < clock_timestamp() - ? * interval '1 millisecond') "
+        return views(op, "status = 'processing' AND (needs_reconciliation OR created_at < statement_timestamp() - ? * interval '1 millisecond') "
                 + "ORDER BY created_at LIMIT ?", ps -> {
             ps.setLong(1, overdueAfter.toMillis());
             ps.setInt(2, limit);
@@ -1338,7 +1495,7 @@ public class IdempotencyStore {
      * Stripe about it (its identity, its window, its request). Empty when it is not processing.
      */
     public Optional<ClaimedIntent> inspect(Operation op, String id, Duration keyHorizon) {
-        return queryOne("SELECT false AS fresh, " + COLUMNS.replace("{o}", op.objectIdColumn()) + " FROM " + op.table()
+        return queryOne("SELECT false AS fresh, " + READ_COLUMNS.replace("{o}", op.objectIdColumn()) + " FROM " + op.table()
                 + " x WHERE x.id = ? AND x.status = 'processing'", ps -> {
             ps.setLong(1, keyHorizon.toMillis());
             ps.setString(2, id);
@@ -1350,11 +1507,13 @@ public class IdempotencyStore {
      * generation the operator saw, which it moves on (a driver that still held the row is fenced out), and the
      * row leaves reconciliation. A refund that refunded nothing gives its amount back in the same statement.
      */
-    public boolean finishByOperator(Operation op, String id, int seenLeaseGeneration, Final answer) {
+    public boolean finishByOperator(Operation op, String id, String clientId, int seenLeaseGeneration, Final answer) {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql(op).finishByOperator())) {
             int next = answer.bind(ps, 1);
             ps.setString(next, id);
-            ps.setInt(next + 1, seenLeaseGeneration);
+            ps.setString(next + 1, clientId);
+            ps.setInt(next + 2, seenLeaseGeneration);
+            bindRelease(ps, next + 3, op, clientId);
             return countOf(ps) == 1;
         } catch (SQLException e) {
             throw DatabaseFailures.of(e);
@@ -1366,13 +1525,16 @@ public class IdempotencyStore {
      * still reach Stripe: unless {@code requestMaxDuration} has passed since the latest it may have been sent, and the
      * lease and that duration since the row was created.
      */
-    public boolean abandonByOperator(Operation op, String id, int seenLeaseGeneration, Final answer, Duration requestMaxDuration) {
+    public boolean abandonByOperator(Operation op, String id, String clientId, int seenLeaseGeneration, Final answer,
+                                     Duration requestMaxDuration) {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql(op).abandonByOperator())) {
             int next = answer.bind(ps, 1);
             ps.setString(next, id);
-            ps.setInt(next + 1, seenLeaseGeneration);
-            ps.setLong(next + 2, requestMaxDuration.toMillis());
-            ps.setLong(next + 3, config.lease().plus(requestMaxDuration).toMillis());
+            ps.setString(next + 1, clientId);
+            ps.setInt(next + 2, seenLeaseGeneration);
+            ps.setLong(next + 3, requestMaxDuration.toMillis());
+            ps.setLong(next + 4, config.lease().plus(requestMaxDuration).toMillis());
+            bindRelease(ps, next + 5, op, clientId);
             return countOf(ps) == 1;
         } catch (SQLException e) {
             throw DatabaseFailures.of(e);
@@ -1388,7 +1550,7 @@ public class IdempotencyStore {
     public Optional<KeySettling> keySettling(Operation op, String id, Duration requestMaxDuration) {
         List<KeySettling> found = new ArrayList<>();
         run("SELECT greatest(coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity') + ? * interval '1 millisecond',"
-                + " created_at + ? * interval '1 millisecond'), clock_timestamp() FROM " + op.table() + " WHERE id = ? AND status = 'processing'", ps -> {
+                + " created_at + ? * interval '1 millisecond'), statement_timestamp() FROM " + op.table() + " WHERE id = ? AND status = 'processing'", ps -> {
                     ps.setLong(1, requestMaxDuration.toMillis());
                     ps.setLong(2, config.lease().plus(requestMaxDuration).toMillis());
                     ps.setString(3, id);
@@ -1415,7 +1577,7 @@ public class IdempotencyStore {
      */
     public boolean requeue(Operation op, String id, int seenLeaseGeneration) {
         return update("UPDATE " + op.table() + " SET needs_reconciliation = false, reconciliation_reason = NULL, "
-                + "lease_gen = lease_gen + 1, lease_until = clock_timestamp(), recheck_at = NULL, updated_at = clock_timestamp() "
+                + "lease_gen = lease_gen + 1, lease_until = statement_timestamp(), recheck_at = NULL, updated_at = statement_timestamp() "
                 + "WHERE id = ? AND lease_gen = ? AND status = 'processing'", ps -> {
             ps.setString(1, id);
             ps.setInt(2, seenLeaseGeneration);
@@ -1664,6 +1826,25 @@ public class IdempotencyStore {
                     intent.currency(), IntentStatus.PROCESSING, rs.getInt("new_lease_gen"), 1, null, false, 0, null, created, null,
                     rs.getTimestamp("new_key_first_sent"), null, null, 0, identity, created, false, Long.MAX_VALUE,
                     acquired);
+        }
+
+        /**
+         * A row a statement just leased to this holder ({@link #HELD_COLUMNS}): the statement set {@code lease_until}
+         * to its clock plus {@code lease}, which gives that clock back, and with it whether the key is past the
+         * horizon; the lease is whole from the holder's point of view ({@code acquired}).
+         */
+        static Row held(ResultSet rs, long acquired, Duration lease, Duration keyHorizon) throws SQLException {
+            Timestamp granted = Timestamp.from(rs.getTimestamp("lease_until").toInstant().minus(lease));
+            Timestamp firstSent = rs.getTimestamp("stripe_key_first_sent");
+            boolean beyondHorizon = java.time.Duration.between(firstSent.toInstant(), granted.toInstant()).compareTo(keyHorizon) > 0;
+            return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
+                    rs.getString("fingerprint"), rs.getString("request"), rs.getLong("amount"), rs.getString("currency"),
+                    IntentStatus.fromColumn(rs.getString("status")), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"),
+                    rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
+                    rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
+                    rs.getTimestamp("finished_at"), firstSent, rs.getTimestamp("stripe_key_last_sent"),
+                    rs.getString("object_id"), rs.getInt("pending_checks"), rs.getString("stripe_identity"), granted,
+                    beyondHorizon, Long.MAX_VALUE, acquired);
         }
 
         static Row read(ResultSet rs, long acquired) throws SQLException {

@@ -366,7 +366,7 @@ public class OperationDriver {
     /** The lease was lost: answer exactly what the row holds, never our own view. */
     private KeyAnswer answerOfRow(ClaimedIntent intent) {
         metrics.fencedOut(intent.operation());
-        IdempotencyStore.RowState state = store.stateOf(intent.operation(), intent.id());
+        IdempotencyStore.RowState state = store.stateOf(intent.operation(), intent.clientId(), intent.id());
         if (state.parked()) {
             return RetryLaterAnswers.underReconciliation(intent.operation());
         }

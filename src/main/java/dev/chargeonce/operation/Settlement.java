@@ -92,7 +92,7 @@ public class Settlement {
             if (answer.isEmpty()) {
                 return new Result(Effect.IGNORED, owner.id(), objectId + " " + stripeStatus + ": no answer yet; its driver follows it");
             }
-            return store.finishFromStripe(tx, op, owner.id(), answer.get())
+            return store.finishFromStripe(tx, op, owner.id(), owner.clientId(), answer.get())
                     ? new Result(Effect.APPLIED, owner.id(), "finished " + answer.get().status().column() + " (" + stripeStatus + ")")
                     : new Result(Effect.IGNORED, owner.id(), "no longer processing");
         }
@@ -100,7 +100,7 @@ public class Settlement {
         if (next.isEmpty()) {
             return new Result(Effect.IGNORED, owner.id(), objectId + " " + stripeStatus + " changes nothing");
         }
-        if (!store.advanceState(tx, op, owner.id(), next.get(), objectId)) {
+        if (!store.advanceState(tx, op, owner.id(), owner.clientId(), next.get(), objectId)) {
             return new Result(Effect.IGNORED, owner.id(), next.get() + " is not after " + owner.state());
         }
         side.stateMoved(tx, owner.id());

@@ -103,7 +103,7 @@ public class OperatorActions {
         if (answer.isEmpty()) {
             return Outcome.refused(objectId + " is " + object.stripeStatus() + " at Stripe: not an answer yet; attach it once it is");
         }
-        if (!rows.finishByOperator(op, rowId, seen, answer.get())) {
+        if (!rows.finishByOperator(op, rowId, row.get().clientId(), seen, answer.get())) {
             return Outcome.refused(rowId + " moved while Stripe was asked; look again");
         }
         LOG.warnf("operator attached %s to %s: %s", objectId, rowId, answer.get().status().column());
@@ -166,7 +166,7 @@ public class OperatorActions {
             return Outcome.refused("Stripe has " + describe(found.get()) + " for this key: attach it instead");
         }
         Final abandoned = new Final(IntentStatus.FAILED, abandonedAnswer(op), null, null, null);
-        if (!rows.abandonByOperator(op, rowId, seen, abandoned, stripeConfig.requestMaxDuration())) {
+        if (!rows.abandonByOperator(op, rowId, intent.clientId(), seen, abandoned, stripeConfig.requestMaxDuration())) {
             return Outcome.refused(rowId + " moved while Stripe was asked; look again");
         }
         LOG.warnf("operator marked %s failed: Stripe has nothing for its key", rowId);

@@ -95,7 +95,7 @@ public class PaymentSyncWorker {
                 tx.setAutoCommit(false);
                 try {
                     result = settlement.apply(tx, row.operation(), now.objectId(), now.identity(), now.outcome(), now.stripeStatus());
-                    store.scheduleRecheck(tx, row.operation(), row.id(), nextLook(row.checks()));
+                    store.scheduleRecheck(tx, row.operation(), row.id(), row.clientId(), nextLook(row.checks()));
                     tx.commit();
                 } catch (SQLException | RuntimeException e) {
                     tx.rollback();

@@ -203,7 +203,7 @@ class TakeoverFencingTest {
         assertTrue(store.nextStripeAttempt(original, HORIZON).isEmpty(), "nor can it move the Stripe attempt");
         assertTrue(store.finish(successor, IntentStatus.COMPLETED, new StoredAnswer(201, "{\"winner\":true}"), "pi_w"));
         assertFalse(store.finish(successor, IntentStatus.FAILED, new StoredAnswer(402, "{}"), null), "final is final");
-        assertEquals("{\"winner\":true}", store.answerOf(Operation.CHARGE, original.id()).orElseThrow().body());
+        assertEquals("{\"winner\":true}", store.answerOf(Operation.CHARGE, original.clientId(), original.id()).orElseThrow().body());
         Claim replay = store.claim(intent, HORIZON);
         assertEquals(new StoredAnswer(201, "{\"winner\":true}"), assertInstanceOf(Claim.Replay.class, replay).answer());
         assertInstanceOf(Claim.Mismatch.class, store.claim(new NewIntent(Operation.CHARGE, "chg_other", client, key, Fingerprint.of("POST", "/v1/charges", "other"),

@@ -144,14 +144,35 @@ public final class ServiceProcess implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < deadline) {
             if (!process.isAlive()) {
-                throw new IllegalStateException(name + " exited with " + process.exitValue() + "; see " + log);
+                throw new IllegalStateException(name + " exited with " + process.exitValue() + "; see " + log
+                        + logTail(log));
             }
             if (ready()) {
                 return;
             }
             sleep(200);
         }
-        throw new IllegalStateException(name + " not ready after " + timeout + "; see " + log);
+        throw new IllegalStateException(name + " not ready after " + timeout + "; see " + log + logTail(log));
+    }
+
+    /**
+     * Why a start failed, on one line for the failure message: CI keeps the test report, not
+     * {@code target/process-logs}, and Maven's summary shows a message's first line only. The log's errors and their
+     * causes when it has any, else its last lines.
+     */
+    private static String logTail(File log) {
+        try {
+            List<String> lines = Files.readAllLines(log.toPath());
+            List<String> why = lines.stream()
+                    .filter(l -> l.contains("ERROR") || l.startsWith("Caused by") || l.contains("Exception:"))
+                    .limit(8).toList();
+            if (why.isEmpty()) {
+                why = lines.subList(Math.max(0, lines.size() - 8), lines.size());
+            }
+            return "; it logged: " + String.join(" | ", why);
+        } catch (IOException | RuntimeException e) {
+            return "; its log is unreadable: " + e;
+        }
     }
 
     /** SIGKILL: no shutdown hook, no graceful anything, exactly like an OOM kill or a node loss. */
