@@ -42,8 +42,8 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
      * the transaction that stores it. Its answer stays the {@code 202} (a retry replays it, byte for byte).
      */
     @Override
-    public void stateMoved(java.sql.Connection tx, String rowId) throws java.sql.SQLException {
-        store.queueLaterState(tx, rowId, ChargeQueries::viewJson);
+    public void stateMoved(java.sql.Connection tx, String rowId, String clientId) throws java.sql.SQLException {
+        store.queueLaterState(tx, rowId, clientId, ChargeQueries::viewJson);
     }
 
     @Override
@@ -79,7 +79,8 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
     /** A PaymentIntent, as the service reads it (also from an event). */
     public static ObjectState state(PaymentIntent pi) {
         return new ObjectState(pi.getId(), pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.KEY),
-                StripeGateway.classify(pi), pi.getStatus());
+                pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.CLIENT_ID), StripeGateway.classify(pi),
+                pi.getStatus());
     }
 
     @Override

@@ -210,16 +210,29 @@ public class IdempotencyStore {
 
     /**
      * The row an event about a PaymentIntent concerns, locked for the event's transaction: by the PaymentIntent id
-     * the row stored, or by the charge's identity (metadata) for a row that never heard of that PaymentIntent.
+     * the row stored, or by the charge's identity (metadata) for a row that never heard of that PaymentIntent; among
+     * the rows of the client the object names ({@code chargeonce_client_id} metadata, else {@link #OBJECT_CLIENT}).
      */
     private static final String LOCK_FOR_OBJECT = """
             SELECT id, client_id, status, {s} AS state, request, created_at, {o} AS object_id
               FROM {t}
-             WHERE {o} = ?
-                OR (stripe_identity = ? AND ({o} IS NULL OR {o} = ?))
+             WHERE client_id = ?
+               AND ({o} = ? OR (stripe_identity = ? AND ({o} IS NULL OR {o} = ?)))
              ORDER BY ({o} IS NOT NULL) DESC
              LIMIT 1
                FOR UPDATE
+            """;
+
+    /**
+     * The client of the row a Stripe object belongs to, for an object that does not name it (made outside this
+     * service, or by hand): a read without locks over every client (a row's client never changes), before
+     * {@link #LOCK_FOR_OBJECT} locks the row among that client's.
+     */
+    private static final String OBJECT_CLIENT = """
+            SELECT client_id FROM {t}
+             WHERE {o} = ? OR (stripe_identity = ? AND ({o} IS NULL OR {o} = ?))
+             ORDER BY ({o} IS NOT NULL) DESC
+             LIMIT 1
             """;
 
     /**
@@ -395,7 +408,8 @@ public class IdempotencyStore {
 
     /** Every statement above, for one operation's table and columns. */
     private record Sql(String claim, String takeOver, String expiredCandidates, String takeOverExpired, String finish,
-                       String finishUnqueued, String advanceState, String lockForObject, String finishFromStripe,
+                       String finishUnqueued, String advanceState, String objectClient, String lockForObject,
+                       String finishFromStripe,
                        String dueAcceptedCandidates, String takeDueAccepted, String release, String nextAttempt,
                        String renewLease, String park, String peek, String countAttention, String finishedCandidates,
                        String deleteFinished, String answerOf, String scheduleRecheck, String finishByOperator,
@@ -412,7 +426,7 @@ public class IdempotencyStore {
                     .replace("{outbox}", EXTRAS.get(op).outbox());
             return new Sql(r.apply(op == Operation.CHARGE ? CLAIM : CLAIM_REFUND), r.apply(TAKE_OVER), r.apply(EXPIRED_CANDIDATES),
                     r.apply(TAKE_OVER_EXPIRED), r.apply(FINISH), op == Operation.CHARGE ? r.apply(FINISH_UNQUEUED) : null,
-                    r.apply(ADVANCE_STATE), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE), r.apply(DUE_ACCEPTED_CANDIDATES),
+                    r.apply(ADVANCE_STATE), r.apply(OBJECT_CLIENT), r.apply(LOCK_FOR_OBJECT), r.apply(FINISH_FROM_STRIPE), r.apply(DUE_ACCEPTED_CANDIDATES),
                     r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
                     r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS), r.apply(FINISHED_CANDIDATES),
                     r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK), r.apply(FINISH_BY_OPERATOR),
@@ -539,11 +553,15 @@ public class IdempotencyStore {
         return statements;
     }
 
-    /** A charge's columns for the read endpoints, with what its refunds gave back (one indexed sum). */
+    /**
+     * A charge's columns for the read endpoints, with what its refunds gave back (one indexed sum). Its first
+     * parameter is the client of the charge's refunds: the same as the charge's, bound so that on Citus the sum
+     * reads the charge's own shard.
+     */
     private static final String CHARGE_COLUMNS =
             "id, status, charge_status, amount, currency, payment_intent_id, request, response_status, created_at, "
             + "(SELECT coalesce(sum(r.amount), 0) FROM stripe_refunds r WHERE r.charge_id = stripe_intents.id "
-            + "AND r.refund_status = 'succeeded') AS amount_refunded";
+            + "AND r.client_id = ? AND r.refund_status = 'succeeded') AS amount_refunded";
 
     /**
      * A refund's columns for the read endpoints. Refunds Stripe refused without making one (a stored 400) are not
@@ -814,8 +832,9 @@ public class IdempotencyStore {
                 // An HTTP row has no key stored; a command's row keeps its event id: the key of its result records.
                 ps.setString(3, origin);
                 ps.setString(4, key.value());
-                ps.setString(5, key.value());
-                ps.setString(6, origin);
+                ps.setString(5, clientId);
+                ps.setString(6, key.value());
+                ps.setString(7, origin);
                 try (ResultSet rs = ps.executeQuery()) {
                     if (rs.next()) {
                         found = new KeyOrigin(rs.getString("id"), rs.getString("origin"),
@@ -824,7 +843,7 @@ public class IdempotencyStore {
                 }
             }
             if (found != null && found.origin() == null && !found.processing()) {
-                queueLaterState(tx, found.id(), render); // only a 202 with a known state queues anything
+                queueLaterState(tx, found.id(), clientId, render); // only a 202 with a known state queues anything
             }
             return Optional.ofNullable(found);
         });
@@ -842,7 +861,7 @@ public class IdempotencyStore {
                    FOR UPDATE),
             adopted AS (
                 UPDATE stripe_intents x SET origin = ?, idempotency_key = ?, updated_at = statement_timestamp()
-                  FROM before b WHERE x.id = b.id AND b.origin IS NULL
+                  FROM before b WHERE x.id = b.id AND x.client_id = ? AND b.origin IS NULL
                 RETURNING x.id),
             done AS (
                 SELECT id, client_id, ?::text AS idempotency_key, ?::text AS origin, response_status, response_body
@@ -1031,12 +1050,31 @@ public class IdempotencyStore {
     /**
      * Locks the row of a Stripe object (by its id, else by the operation's identity, its {@code chargeonce_key}
      * metadata); empty when no row has it.
+     *
+     * @param clientId the client the object names ({@code chargeonce_client_id} metadata, which this service writes
+     *                 on everything it sends); null when it names none: then the row's client is read first
      */
-    public Optional<ObjectOwner> lockOwner(Connection tx, Operation op, String objectId, String stripeIdentity) throws SQLException {
+    public Optional<ObjectOwner> lockOwner(Connection tx, Operation op, String objectId, String stripeIdentity, String clientId)
+            throws SQLException {
+        String client = clientId;
+        if (client == null) {
+            try (PreparedStatement ps = tx.prepareStatement(sql(op).objectClient())) {
+                ps.setString(1, objectId);
+                ps.setString(2, stripeIdentity);
+                ps.setString(3, objectId);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next()) {
+                        return Optional.empty();
+                    }
+                    client = rs.getString(1);
+                }
+            }
+        }
         try (PreparedStatement ps = tx.prepareStatement(sql(op).lockForObject())) {
-            ps.setString(1, objectId);
-            ps.setString(2, stripeIdentity);
-            ps.setString(3, objectId);
+            ps.setString(1, client);
+            ps.setString(2, objectId);
+            ps.setString(3, stripeIdentity);
+            ps.setString(4, objectId);
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
                     return Optional.empty();
@@ -1241,11 +1279,13 @@ public class IdempotencyStore {
      *
      * @return whether a result was queued
      */
-    public boolean queueLaterState(Connection tx, String chargeId, java.util.function.Function<ChargeRecord, String> render)
-            throws SQLException {
+    public boolean queueLaterState(Connection tx, String chargeId, String clientId,
+                                   java.util.function.Function<ChargeRecord, String> render) throws SQLException {
         ChargeRecord record = null;
         try (PreparedStatement ps = tx.prepareStatement(AWAITED_LATER_STATE)) {
-            ps.setString(1, chargeId);
+            ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
+            ps.setString(2, chargeId);
+            ps.setString(3, clientId);
             try (ResultSet rs = ps.executeQuery()) {
                 if (rs.next()) {
                     record = chargeRecord(rs);
@@ -1258,20 +1298,23 @@ public class IdempotencyStore {
         try (PreparedStatement ps = tx.prepareStatement(ResultOutbox.QUEUE_LATER_STATE)) {
             ps.setString(1, render.apply(record));
             ps.setString(2, chargeId);
+            ps.setString(3, clientId);
             return ps.executeUpdate() == 1;
         }
     }
 
     /** A charge a Kafka command waits on whose answer was a 202, with its Stripe state known. */
     private static final String AWAITED_LATER_STATE = "SELECT " + CHARGE_COLUMNS
-            + " FROM stripe_intents WHERE id = ? AND origin IS NOT NULL AND response_status = 202 AND charge_status IS NOT NULL";
+            + " FROM stripe_intents WHERE id = ? AND client_id = ? AND origin IS NOT NULL AND response_status = 202"
+            + " AND charge_status IS NOT NULL";
 
     /** One of the client's charges, by id; another client's id is not found. */
     public Optional<ChargeRecord> findCharge(AgroalDataSource source, String clientId, String chargeId) {
         List<ChargeRecord> found = new ArrayList<>(1);
         run(source, "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE id = ? AND client_id = ?", ps -> {
-            ps.setString(1, chargeId);
-            ps.setString(2, clientId);
+            ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
+            ps.setString(2, chargeId);
+            ps.setString(3, clientId);
         }, rs -> {
             if (rs.next()) {
                 found.add(chargeRecord(rs));
@@ -1285,8 +1328,9 @@ public class IdempotencyStore {
         List<ChargeRecord> found = new ArrayList<>(limit);
         run(source, "SELECT " + CHARGE_COLUMNS
                 + " FROM stripe_intents WHERE client_id = ? ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
-            ps.setString(1, clientId);
-            ps.setInt(2, limit);
+            ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
+            ps.setString(2, clientId);
+            ps.setInt(3, limit);
         }, rs -> {
             while (rs.next()) {
                 found.add(chargeRecord(rs));
@@ -1306,6 +1350,7 @@ public class IdempotencyStore {
     public List<ChargeRecord> listCharges(AgroalDataSource source, String clientId, ChargePage page) {
         StringBuilder where = new StringBuilder("client_id = ?");
         List<Object> args = new ArrayList<>();
+        args.add(clientId); // the refunds' client (CHARGE_COLUMNS)
         args.add(clientId);
         if (page.startingAfter() != null) {
             where.append(" AND (created_at, id) < (?, ?)");
@@ -1359,9 +1404,10 @@ public class IdempotencyStore {
         List<ChargeRecord> found = new ArrayList<>();
         run(source, "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE client_id = ? AND created_at > ?"
                 + " ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
-            ps.setString(1, clientId);
-            ps.setObject(2, OffsetDateTime.ofInstant(after, ZoneOffset.UTC));
-            ps.setInt(3, limit);
+            ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
+            ps.setString(2, clientId);
+            ps.setObject(3, OffsetDateTime.ofInstant(after, ZoneOffset.UTC));
+            ps.setInt(4, limit);
         }, rs -> {
             while (rs.next()) {
                 found.add(chargeRecord(rs));

@@ -48,7 +48,7 @@ public class ResultOutbox {
             INSERT INTO kafka_outbox (dedup, charge_id, client_id, event_id, origin, status, body)
             SELECT 'charge:' || id || ':' || charge_status, id, client_id, idempotency_key, origin, 200, ?
               FROM stripe_intents
-             WHERE id = ? AND origin IS NOT NULL
+             WHERE id = ? AND client_id = ? AND origin IS NOT NULL
             ON CONFLICT (dedup) DO NOTHING
             """;
 

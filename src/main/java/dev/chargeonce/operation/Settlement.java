@@ -53,7 +53,7 @@ public class Settlement {
         for (Operation op : Operation.values()) {
             StripeSide<?> side = driver.side(op);
             for (StripeSide.ObjectState object : side.objectsOf(eventType, stripeObject)) {
-                Result one = apply(tx, side, object.objectId(), object.identity(), object.outcome(), object.stripeStatus());
+                Result one = apply(tx, side, object, object.clientId());
                 details.add(one.detail());
                 // The event's outcome is its most telling object's: applied over unknown over ignored.
                 if (result == null || one.effect().ordinal() < result.effect().ordinal()) {
@@ -68,20 +68,22 @@ public class Settlement {
     }
 
     /**
-     * @param objectId       the Stripe object ({@code pi_…}, {@code re_…})
-     * @param stripeIdentity its {@code chargeonce_key} metadata (null when it has none)
-     * @param outcome        what its state means ({@code StripeGateway.classify...})
-     * @param stripeStatus   its status as Stripe wrote it, for the record
+     * @param object   the Stripe object ({@code pi_…}, {@code re_…}) as read: its identity metadata, what its state
+     *                 means ({@code StripeGateway.classify...}), its status as Stripe wrote it
+     * @param clientId the client of the row it belongs to, when the caller knows it (else the object's
+     *                 {@code chargeonce_client_id}; null: read from the row)
      */
-    public Result apply(Connection tx, Operation op, String objectId, String stripeIdentity, StripeOutcome outcome,
-                        String stripeStatus) throws SQLException {
-        return apply(tx, driver.side(op), objectId, stripeIdentity, outcome, stripeStatus);
+    public Result apply(Connection tx, Operation op, StripeSide.ObjectState object, String clientId) throws SQLException {
+        return apply(tx, driver.side(op), object, clientId);
     }
 
-    private <R> Result apply(Connection tx, StripeSide<R> side, String objectId, String stripeIdentity, StripeOutcome outcome,
-                             String stripeStatus) throws SQLException {
+    private <R> Result apply(Connection tx, StripeSide<R> side, StripeSide.ObjectState object, String clientId)
+            throws SQLException {
         Operation op = side.operation();
-        Optional<ObjectOwner> found = store.lockOwner(tx, op, objectId, stripeIdentity);
+        String objectId = object.objectId();
+        StripeOutcome outcome = object.outcome();
+        String stripeStatus = object.stripeStatus();
+        Optional<ObjectOwner> found = store.lockOwner(tx, op, objectId, object.identity(), clientId);
         if (found.isEmpty()) {
             return new Result(Effect.UNKNOWN, null, "no " + op.name().toLowerCase() + " has " + objectId + " (" + stripeStatus + ")");
         }
@@ -103,7 +105,7 @@ public class Settlement {
         if (!store.advanceState(tx, op, owner.id(), owner.clientId(), next.get(), objectId)) {
             return new Result(Effect.IGNORED, owner.id(), next.get() + " is not after " + owner.state());
         }
-        side.stateMoved(tx, owner.id());
+        side.stateMoved(tx, owner.id(), owner.clientId());
         return new Result(Effect.APPLIED, owner.id(), owner.state() + " -> " + next.get());
     }
 }

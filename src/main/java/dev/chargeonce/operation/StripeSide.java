@@ -44,10 +44,10 @@ public interface StripeSide<R> {
     ObjectState look(String objectId, boolean giveUp);
 
     /**
-     * A Stripe object as read: its identity ({@code chargeonce_key} metadata, null when none), what its state
-     * means, and its status as Stripe wrote it.
+     * A Stripe object as read: its identity ({@code chargeonce_key} metadata, null when none), the client it was
+     * made for ({@code chargeonce_client_id}, null when none), what its state means, and its status as Stripe wrote it.
      */
-    record ObjectState(String objectId, String identity, StripeOutcome outcome, String stripeStatus) {
+    record ObjectState(String objectId, String identity, String clientId, StripeOutcome outcome, String stripeStatus) {
     }
 
     /**
@@ -69,6 +69,6 @@ public interface StripeSide<R> {
      * Called in the transaction that moved an answered row's Stripe state on ({@link #state}): what else that
      * change writes (a charge a Kafka command is waiting for publishes its new state). Nothing by default.
      */
-    default void stateMoved(java.sql.Connection tx, String rowId) throws java.sql.SQLException {
+    default void stateMoved(java.sql.Connection tx, String rowId, String clientId) throws java.sql.SQLException {
     }
 }

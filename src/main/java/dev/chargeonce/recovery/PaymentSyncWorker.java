@@ -94,7 +94,7 @@ public class PaymentSyncWorker {
             try (Connection tx = store.primary().getConnection()) {
                 tx.setAutoCommit(false);
                 try {
-                    result = settlement.apply(tx, row.operation(), now.objectId(), now.identity(), now.outcome(), now.stripeStatus());
+                    result = settlement.apply(tx, row.operation(), now, row.clientId()); // the row it follows is the object's
                     store.scheduleRecheck(tx, row.operation(), row.id(), row.clientId(), nextLook(row.checks()));
                     tx.commit();
                 } catch (SQLException | RuntimeException e) {

@@ -189,6 +189,25 @@ class WebhookTest {
         assertEquals("succeeded", get(first.jsonPath().getString("id")).jsonPath().getString("status"));
     }
 
+    /**
+     * An event finds its row among the rows of the client the object names ({@code chargeonce_client_id}, which the
+     * service writes on everything it sends): one shard on Citus. An object that names none (its metadata edited by
+     * hand, say) still finds its row: its client is read first, without a lock.
+     */
+    @Test
+    void anEventWhoseObjectNamesNoClientStillFindsItsCharge() throws Exception {
+        stripe.webhooks("url=");
+        Response first = post(UUID.randomUUID().toString(), THREE_DS);
+        String chargeId = first.jsonPath().getString("id");
+        ObjectNode pi = (ObjectNode) withStatus(stripe.paymentIntent(first.jsonPath().getString("payment_intent")), "succeeded");
+        assertEquals(ACME, pi.get("metadata").get("chargeonce_client_id").asText(), "the service names the client");
+        ((ObjectNode) pi.get("metadata")).remove("chargeonce_client_id");
+        String event = event("payment_intent.succeeded", pi);
+        assertEquals(200, deliver(event).statusCode());
+        assertEquals("applied", outcomeOf(JSON.readTree(event).get("id").asText()));
+        assertEquals("succeeded", get(chargeId).jsonPath().getString("status"));
+    }
+
     @Test
     void anEventForAPaymentIntentNoChargeHasIsRecordedAndAcknowledged() throws Exception {
         ObjectNode stranger = (ObjectNode) JSON.readTree("{\"id\":\"pi_stranger" + UUID.randomUUID().toString().substring(0, 8)
