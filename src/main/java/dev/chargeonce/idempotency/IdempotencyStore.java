@@ -35,6 +35,8 @@ import java.util.Optional;
 @ApplicationScoped
 public class IdempotencyStore {
 
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(IdempotencyStore.class);
+
     /** The row as its holder, or a retry, needs it; {@link #READ_COLUMNS} or {@link #HELD_COLUMNS} add the clock's part. */
     private static final String ROW_COLUMNS = """
             x.id, x.client_id, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
@@ -937,15 +939,22 @@ public class IdempotencyStore {
         });
         int deleted = 0;
         for (Map.Entry<String, List<String>> client : byClient.entrySet()) {
-            deleted += update(sql(op).deleteFinished(), ps -> {
-                ps.setString(1, client.getKey());
-                ps.setString(2, client.getKey());
-                ps.setArray(3, ps.getConnection().createArrayOf("text", client.getValue().toArray()));
-                ps.setLong(4, retention.toMillis());
-                if (op == Operation.CHARGE) {
-                    ps.setString(5, client.getKey()); // {keep}: the client's refunds of the charge
-                }
-            });
+            try {
+                deleted += update(sql(op).deleteFinished(), ps -> {
+                    ps.setString(1, client.getKey());
+                    ps.setString(2, client.getKey());
+                    ps.setArray(3, ps.getConnection().createArrayOf("text", client.getValue().toArray()));
+                    ps.setLong(4, retention.toMillis());
+                    if (op == Operation.CHARGE) {
+                        ps.setString(5, client.getKey()); // {keep}: the client's refunds of the charge
+                    }
+                });
+            } catch (DatabaseRefusedException e) {
+                // A refund claimed on one of these charges while the statement ran: its re-check reads the refunds
+                // with the statement's snapshot, so the refunds' foreign key is what keeps the charge (the whole
+                // statement is refused). The next pass's candidates leave that charge out; the other clients go on.
+                LOG.warnf("retention: %d candidate(s) of a client kept for now: %s", client.getValue().size(), e.getMessage());
+            }
         }
         return deleted;
     }
@@ -958,13 +967,19 @@ public class IdempotencyStore {
      */
     public List<ClaimedIntent> takeOverExpired(Operation op, int limit, Duration keyHorizon) {
         List<Candidate> candidates = new ArrayList<>();
-        run(sql(op).expiredCandidates(), ps -> ps.setInt(1, limit), rs -> {
+        // More candidates than it takes, in its own order: instances that scan at once then mostly try different rows
+        // (every instance reads the same oldest ones), and a backlog drains by more than one batch per interval.
+        run(sql(op).expiredCandidates(), ps -> ps.setInt(1, limit * CANDIDATES_PER_TAKE), rs -> {
             while (rs.next()) {
                 candidates.add(new Candidate(rs.getString("id"), rs.getString("client_id"), rs.getInt("lease_gen")));
             }
         });
+        Collections.shuffle(candidates);
         List<ClaimedIntent> taken = new ArrayList<>();
         for (Candidate candidate : candidates) {
+            if (taken.size() == limit) {
+                break;
+            }
             long acquired = System.nanoTime();
             try {
                 queryOne(sql(op).takeOverExpired(), ps -> {
@@ -983,6 +998,9 @@ public class IdempotencyStore {
         }
         return taken;
     }
+
+    /** How many candidates a background scan reads per row it may take: see {@link #takeOverExpired}. */
+    private static final int CANDIDATES_PER_TAKE = 4;
 
     /** A row a lock-free scan found, with the generation its fenced statement must still see. */
     private record Candidate(String id, String clientId, int leaseGeneration) {
@@ -1143,13 +1161,17 @@ public class IdempotencyStore {
      */
     public List<AcceptedRow> takeDueAccepted(Operation op, int limit, java.time.Duration hold) {
         List<Candidate> candidates = new ArrayList<>();
-        run(sql(op).dueAcceptedCandidates(), ps -> ps.setInt(1, limit), rs -> {
+        run(sql(op).dueAcceptedCandidates(), ps -> ps.setInt(1, limit * CANDIDATES_PER_TAKE), rs -> {
             while (rs.next()) {
                 candidates.add(new Candidate(rs.getString("id"), rs.getString("client_id"), 0));
             }
         });
+        Collections.shuffle(candidates);
         List<AcceptedRow> due = new ArrayList<>();
         for (Candidate candidate : candidates) {
+            if (due.size() == limit) {
+                break;
+            }
             try {
                 run(sql(op).takeDueAccepted(), ps -> {
                     ps.setLong(1, hold.toMillis());
@@ -1162,7 +1184,7 @@ public class IdempotencyStore {
                                 rs.getInt("pending_checks"), rs.getTimestamp("finished_at").toInstant(),
                                 // the statement set the next look to its clock plus the hold: that clock, read without
                                 // a clock in RETURNING
-                                rs.getTimestamp("recheck_at").toInstant().minus(hold)));
+                                rs.getTimestamp("recheck_at").toInstant().minusMillis(hold.toMillis())));
                     }
                 });
             } catch (RuntimeException e) {
@@ -1880,7 +1902,8 @@ public class IdempotencyStore {
          * horizon; the lease is whole from the holder's point of view ({@code acquired}).
          */
         static Row held(ResultSet rs, long acquired, Duration lease, Duration keyHorizon) throws SQLException {
-            Timestamp granted = Timestamp.from(rs.getTimestamp("lease_until").toInstant().minus(lease));
+            // the lease as bound (whole milliseconds), not as configured
+            Timestamp granted = Timestamp.from(rs.getTimestamp("lease_until").toInstant().minusMillis(lease.toMillis()));
             Timestamp firstSent = rs.getTimestamp("stripe_key_first_sent");
             boolean beyondHorizon = java.time.Duration.between(firstSent.toInstant(), granted.toInstant()).compareTo(keyHorizon) > 0;
             return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
