@@ -35,8 +35,6 @@ import java.util.Optional;
 @ApplicationScoped
 public class IdempotencyStore {
 
-    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(IdempotencyStore.class);
-
     /** The row as its holder, or a retry, needs it; {@link #READ_COLUMNS} or {@link #HELD_COLUMNS} add the clock's part. */
     private static final String ROW_COLUMNS = """
             x.id, x.client_id, x.fingerprint, x.request, x.amount, x.currency, x.status, x.lease_gen, x.stripe_attempt,
@@ -953,7 +951,9 @@ public class IdempotencyStore {
                 // A refund claimed on one of these charges while the statement ran: its re-check reads the refunds
                 // with the statement's snapshot, so the refunds' foreign key is what keeps the charge (the whole
                 // statement is refused). The next pass's candidates leave that charge out; the other clients go on.
-                LOG.warnf("retention: %d candidate(s) of a client kept for now: %s", client.getValue().size(), e.getMessage());
+                // (the logger is looked up here: the statement catalog loads this class without Quarkus's boot libraries)
+                org.jboss.logging.Logger.getLogger(IdempotencyStore.class).warnf(
+                        "retention: %d candidate(s) of a client kept for now: %s", client.getValue().size(), e.getMessage());
             }
         }
         return deleted;
