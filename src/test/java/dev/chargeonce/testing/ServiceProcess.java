@@ -52,10 +52,35 @@ public final class ServiceProcess implements AutoCloseable {
 
     /** The same with another build of the service (its {@code quarkus-run.jar}): an earlier release, for an upgrade. */
     public static ServiceProcess start(String name, Path jar, Map<String, String> config) {
-        ServiceProcess service = new ServiceProcess(name, jar, freePort(), new LinkedHashMap<>(config));
-        service.startProcess();
-        return service;
+        for (int attempt = 1; ; attempt++) {
+            ServiceProcess service = new ServiceProcess(name, jar, freePort(), new LinkedHashMap<>(config));
+            try {
+                service.startProcess();
+                return service;
+            } catch (IllegalStateException e) {
+                service.close();
+                // A port found free here was taken before the service bound it: on a machine whose ephemeral range
+                // reaches below the ports handed out here, an outgoing connection's local end can take it. New
+                // ports then, not a failed test; anything else the start logged fails the test as it is.
+                String log = service.log();
+                if (attempt == 3 || !PORT_TAKEN.matcher(log).find()) {
+                    throw e;
+                }
+                try {
+                    Files.move(Path.of("target", "process-logs", name + "-1.log"),
+                            Path.of("target", "process-logs", name + "-port-taken-" + attempt + ".log"),
+                            java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                } catch (IOException moveFailed) {
+                    // the next start overwrites it: the message below says what it was
+                }
+                System.err.println(name + ": a port was taken before the service bound it, starting on new ports: "
+                        + e.getMessage());
+            }
+        }
     }
+
+    private static final java.util.regex.Pattern PORT_TAKEN =
+            java.util.regex.Pattern.compile("QuarkusBindException|Address already in use|seems to be in use");
 
     /**
      * Starts the service with a configuration it must refuse, and returns what it logged before it exited. Fails if
