@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The service itself on a Citus cluster (issue 17), by hand: a coordinator and two workers on loopback, the service
+# started once to migrate, the tables distributed (scale/citus/distribute.sql, not a migration yet), the service
+# started again on the coordinator, then 20 new charges, their replays (byte-identical), 16 posts of one key at once,
+# a refund and its replay, and what the database and the Stripe sandbox hold. Prints; asserts nothing (the process
+# tests and chaos on Citus are the next step of issue 17).
+#
+#   scale/citus/smoke.sh      (as root, after ./mvnw package)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+source bench/lib.sh
+trap cleanup_started EXIT
+pick_java; pick_postgres; need_citus
+make_work_dir chargeonce-citus-smoke
+C=$(free_port); W1=$(free_port); W2=$(free_port); S=$(free_port); P=$(free_port); M=$(free_port)
+start_citus citus chargeonce "$C" "$W1" "$W2"
+SANDBOX_JAR=target/chargeonce-1.0.0-SNAPSHOT-sandbox.jar
+start_bg "$WORK_DIR/stripe.log" java -Xmx512m -cp "$SANDBOX_JAR" dev.chargeonce.sandbox.StripeSandbox "$S" 0
+wait_http "http://127.0.0.1:$S/_sandbox/stats" 30 "$LAST_PID" || die "sandbox"
+API_KEY=sk_smoke_$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+SECRET=$(head -c 32 /dev/urandom | base64)
+svc() {
+  start_bg "$WORK_DIR/service-$1.log" java -Xmx512m -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$P" \
+    -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$M" \
+    -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$C/chargeonce" \
+    -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
+    -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$S" \
+    -Dchargeonce.auth.clients="smoke:$(sha256_hex "$API_KEY")" -Dquarkus.log.console.json.enabled=false \
+    -Dchargeonce.idempotency.key-hash-version=1 -Dchargeonce.idempotency.key-hash-secrets="1:$SECRET" \
+    -Dchargeonce.reconciliation.enabled=false -Dchargeonce.webhooks.catch-up-enabled=false \
+    -jar target/quarkus-app/quarkus-run.jar
+  SVC=$LAST_PID
+  wait_http "http://127.0.0.1:$M/q/health/ready" 90 "$SVC" || { tail -30 "$WORK_DIR/service-$1.log"; die "service $1"; }
+}
+svc 1
+stop_pid "$SVC"
+psql_at "$C" chargeonce -f scale/citus/distribute.sql >/dev/null
+psql_at "$C" chargeonce -Atc "SELECT logicalrelid, partmethod FROM pg_dist_partition"
+svc 2
+post() { curl -s -o "$WORK_DIR/body" -w '%{http_code}' -X POST "http://127.0.0.1:$P/v1/charges" -H "Authorization: Bearer $API_KEY" \
+  -H "Idempotency-Key: $1" -H 'Content-Type: application/json' -d '{"amount":1000,"currency":"usd","payment_method":"pm_card_visa"}'; }
+codes=""
+for i in $(seq 1 20); do codes+="$(post "smoke-$i") "; done
+echo "first posts: $codes"
+cp "$WORK_DIR/body" "$WORK_DIR/body-20"
+codes=""
+for i in $(seq 1 20); do codes+="$(post "smoke-$i") "; done
+echo "replays: $codes"
+cmp -s "$WORK_DIR/body" "$WORK_DIR/body-20" && echo "replay of smoke-20 byte-identical" || { echo "replay differs:"; cat "$WORK_DIR/body-20"; echo; cat "$WORK_DIR/body"; }
+# 16 concurrent posts of one key
+pids=(); for i in $(seq 1 16); do (post smoke-race > "$WORK_DIR/race-$i") & pids+=($!); done; wait "${pids[@]}"; echo "16 at once, one key: $(cat "$WORK_DIR"/race-* | tr "\n" " ")"
+CHG=$(sed -n 's/.*"id":"\(chg_[^"]*\)".*/\1/p' "$WORK_DIR/body-20")
+echo "refund: $(curl -s -w ' %{http_code}' -X POST "http://127.0.0.1:$P/v1/charges/$CHG/refunds" -H "Authorization: Bearer $API_KEY" \
+  -H "Idempotency-Key: r-1" -H 'Content-Type: application/json' -d '{"amount":100}')"
+echo "refund replay: $(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$P/v1/charges/$CHG/refunds" -H "Authorization: Bearer $API_KEY" \
+  -H "Idempotency-Key: r-1" -H 'Content-Type: application/json' -d '{"amount":100}')"
+echo "get: $(curl -s -w ' %{http_code}' "http://127.0.0.1:$P/v1/charges/$CHG" -H "Authorization: Bearer $API_KEY")"
+psql_at "$C" chargeonce -Atc "SELECT status, count(*) FROM stripe_intents GROUP BY 1"; psql_at "$C" chargeonce -Atc "SELECT count(*) FROM stripe_intents WHERE stripe_identity IN (SELECT stripe_identity FROM stripe_intents GROUP BY 1 HAVING count(*) > 1)"
+psql_at "$C" chargeonce -Atc "SELECT status, count(*) FROM stripe_refunds GROUP BY 1"
+curl -s "http://127.0.0.1:$S/_sandbox/stats"; echo
+grep -c "ERROR" "$WORK_DIR/service-2.log" || true
+grep "ERROR" "$WORK_DIR/service-2.log" | cut -c1-300 | sort | uniq -c | sort -rn | head -10
