@@ -966,29 +966,43 @@ public class IdempotencyStore {
      * them); before any, it is thrown.
      */
     public List<ClaimedIntent> takeOverExpired(Operation op, int limit, Duration keyHorizon) {
+        return takeEach(sql(op).expiredCandidates(), limit, rs -> rs.getInt("lease_gen"), candidate -> {
+            long acquired = System.nanoTime();
+            return queryOne(sql(op).takeOverExpired(), ps -> {
+                ps.setLong(1, config.lease().toMillis());
+                ps.setLong(2, config.lease().toMillis());
+                ps.setString(3, candidate.id());
+                ps.setString(4, candidate.clientId());
+                ps.setInt(5, candidate.leaseGeneration());
+            }, rs -> Row.held(rs, acquired, config.lease(), keyHorizon)).map(row -> row.intent(op));
+        });
+    }
+
+    /**
+     * A background worker's pass: candidates read without locks by {@code scan} (its one parameter: how many), then
+     * each tried by {@code take}, a fenced single-shard statement (empty: another worker took it first), until
+     * {@code limit} are taken. It reads more candidates than it takes, in its own order: instances that scan at once
+     * then mostly try different rows (every instance reads the same oldest ones). A failure after some are taken
+     * returns those (the caller acts on them; the rest stay due for the next pass); before any, it is thrown.
+     *
+     * @param generation the lease generation a candidate's statement must still see (read from the scan's row)
+     */
+    private <T> List<T> takeEach(String scan, int limit, RowValue<Integer> generation,
+                                 java.util.function.Function<Candidate, Optional<T>> take) {
         List<Candidate> candidates = new ArrayList<>();
-        // More candidates than it takes, in its own order: instances that scan at once then mostly try different rows
-        // (every instance reads the same oldest ones), and a backlog drains by more than one batch per interval.
-        run(sql(op).expiredCandidates(), ps -> ps.setInt(1, limit * CANDIDATES_PER_TAKE), rs -> {
+        run(scan, ps -> ps.setInt(1, limit * CANDIDATES_PER_TAKE), rs -> {
             while (rs.next()) {
-                candidates.add(new Candidate(rs.getString("id"), rs.getString("client_id"), rs.getInt("lease_gen")));
+                candidates.add(new Candidate(rs.getString("id"), rs.getString("client_id"), generation.read(rs)));
             }
         });
         Collections.shuffle(candidates);
-        List<ClaimedIntent> taken = new ArrayList<>();
+        List<T> taken = new ArrayList<>();
         for (Candidate candidate : candidates) {
             if (taken.size() == limit) {
                 break;
             }
-            long acquired = System.nanoTime();
             try {
-                queryOne(sql(op).takeOverExpired(), ps -> {
-                    ps.setLong(1, config.lease().toMillis());
-                    ps.setLong(2, config.lease().toMillis());
-                    ps.setString(3, candidate.id());
-                    ps.setString(4, candidate.clientId());
-                    ps.setInt(5, candidate.leaseGeneration());
-                }, rs -> Row.held(rs, acquired, config.lease(), keyHorizon)).ifPresent(row -> taken.add(row.intent(op)));
+                take.apply(candidate).ifPresent(taken::add);
             } catch (RuntimeException e) {
                 if (taken.isEmpty()) {
                     throw e;
@@ -999,10 +1013,15 @@ public class IdempotencyStore {
         return taken;
     }
 
+    @FunctionalInterface
+    private interface RowValue<T> {
+        T read(ResultSet rs) throws SQLException;
+    }
+
     /** How many candidates a background scan reads per row it may take: see {@link #takeOverExpired}. */
     private static final int CANDIDATES_PER_TAKE = 4;
 
-    /** A row a lock-free scan found, with the generation its fenced statement must still see. */
+    /** A row a lock-free scan found, with the generation its fenced statement must still see (0: not leased). */
     private record Candidate(String id, String clientId, int leaseGeneration) {
     }
 
@@ -1160,41 +1179,24 @@ public class IdempotencyStore {
      * (so that another instance does not take them meanwhile; the worker sets the real next look after it).
      */
     public List<AcceptedRow> takeDueAccepted(Operation op, int limit, java.time.Duration hold) {
-        List<Candidate> candidates = new ArrayList<>();
-        run(sql(op).dueAcceptedCandidates(), ps -> ps.setInt(1, limit * CANDIDATES_PER_TAKE), rs -> {
-            while (rs.next()) {
-                candidates.add(new Candidate(rs.getString("id"), rs.getString("client_id"), 0));
-            }
-        });
-        Collections.shuffle(candidates);
-        List<AcceptedRow> due = new ArrayList<>();
-        for (Candidate candidate : candidates) {
-            if (due.size() == limit) {
-                break;
-            }
-            try {
-                run(sql(op).takeDueAccepted(), ps -> {
-                    ps.setLong(1, hold.toMillis());
-                    ps.setString(2, candidate.id());
-                    ps.setString(3, candidate.clientId());
-                }, rs -> {
-                    if (rs.next()) {
-                        due.add(new AcceptedRow(op, rs.getString("id"), rs.getString("client_id"),
-                                rs.getString("state"), rs.getString("object_id"),
-                                rs.getInt("pending_checks"), rs.getTimestamp("finished_at").toInstant(),
-                                // the statement set the next look to its clock plus the hold: that clock, read without
-                                // a clock in RETURNING
-                                rs.getTimestamp("recheck_at").toInstant().minusMillis(hold.toMillis())));
-                    }
-                });
-            } catch (RuntimeException e) {
-                if (due.isEmpty()) {
-                    throw e;
+        return takeEach(sql(op).dueAcceptedCandidates(), limit, rs -> 0, candidate -> {
+            List<AcceptedRow> one = new ArrayList<>(1);
+            run(sql(op).takeDueAccepted(), ps -> {
+                ps.setLong(1, hold.toMillis());
+                ps.setString(2, candidate.id());
+                ps.setString(3, candidate.clientId());
+            }, rs -> {
+                if (rs.next()) {
+                    one.add(new AcceptedRow(op, rs.getString("id"), rs.getString("client_id"),
+                            rs.getString("state"), rs.getString("object_id"),
+                            rs.getInt("pending_checks"), rs.getTimestamp("finished_at").toInstant(),
+                            // the statement set the next look to its clock plus the hold: that clock, read without
+                            // a clock in RETURNING
+                            rs.getTimestamp("recheck_at").toInstant().minusMillis(hold.toMillis())));
                 }
-                return due; // the rest stay due: the next pass takes them
-            }
-        }
-        return due;
+            });
+            return one.stream().findFirst();
+        });
     }
 
     /** When the sync worker looks at an accepted charge next (null: never, it is final). */
@@ -1753,12 +1755,9 @@ public class IdempotencyStore {
         void read(ResultSet rs) throws SQLException;
     }
 
+    /** A row read (not leased) with {@link #READ_COLUMNS}. */
     private Optional<Row> queryOne(String sql, Binder binder) {
-        return queryOne(sql, binder, System.nanoTime());
-    }
-
-    /** @param acquired {@link System#nanoTime()} taken before the statement: a lease it grants started after it */
-    private Optional<Row> queryOne(String sql, Binder binder, long acquired) {
+        long acquired = System.nanoTime();
         return queryOne(sql, binder, rs -> Row.read(rs, acquired));
     }
 
@@ -1906,25 +1905,24 @@ public class IdempotencyStore {
             Timestamp granted = Timestamp.from(rs.getTimestamp("lease_until").toInstant().minusMillis(lease.toMillis()));
             Timestamp firstSent = rs.getTimestamp("stripe_key_first_sent");
             boolean beyondHorizon = java.time.Duration.between(firstSent.toInstant(), granted.toInstant()).compareTo(keyHorizon) > 0;
-            return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
-                    rs.getString("fingerprint"), rs.getString("request"), rs.getLong("amount"), rs.getString("currency"),
-                    IntentStatus.fromColumn(rs.getString("status")), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"),
-                    rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
-                    rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
-                    rs.getTimestamp("finished_at"), firstSent, rs.getTimestamp("stripe_key_last_sent"),
-                    rs.getString("object_id"), rs.getInt("pending_checks"), rs.getString("stripe_identity"), granted,
-                    beyondHorizon, Long.MAX_VALUE, acquired);
+            return of(rs, granted, beyondHorizon, Long.MAX_VALUE, acquired);
         }
 
         static Row read(ResultSet rs, long acquired) throws SQLException {
+            return of(rs, rs.getTimestamp("db_now"), rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"), acquired);
+        }
+
+        /** {@link #ROW_COLUMNS} from the result, with what the clock says of the row. */
+        private static Row of(ResultSet rs, Timestamp databaseNow, boolean beyondHorizon, long leaseLeftMillis, long acquired)
+                throws SQLException {
             return new Row(rs.getBoolean("fresh"), rs.getString("id"), rs.getString("client_id"),
                     rs.getString("fingerprint"), rs.getString("request"), rs.getLong("amount"), rs.getString("currency"),
                     IntentStatus.fromColumn(rs.getString("status")), rs.getInt("lease_gen"), rs.getInt("stripe_attempt"),
                     rs.getString("last_stripe_error"), rs.getBoolean("needs_reconciliation"),
                     rs.getInt("response_status"), rs.getString("response_body"), rs.getTimestamp("created_at"),
                     rs.getTimestamp("finished_at"), rs.getTimestamp("stripe_key_first_sent"), rs.getTimestamp("stripe_key_last_sent"),
-                    rs.getString("object_id"), rs.getInt("pending_checks"), rs.getString("stripe_identity"), rs.getTimestamp("db_now"),
-                    rs.getBoolean("beyond_horizon"), rs.getLong("lease_left_ms"), acquired);
+                    rs.getString("object_id"), rs.getInt("pending_checks"), rs.getString("stripe_identity"), databaseNow,
+                    beyondHorizon, leaseLeftMillis, acquired);
         }
 
         ClaimedIntent intent(Operation op) {
