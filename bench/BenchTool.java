@@ -87,21 +87,21 @@ public class BenchTool {
                     "bench_client=bench", "usd=usd", "completed=completed", "succeeded=succeeded",
                     "refund_request=" + REFUND_REQUEST, "refund_response=" + REFUND_RESPONSE, "key_secret=" + KEY_SECRET) + "\n");
 
-            // claim + finish of a new payment: what the database does for every new charge.
+            // read + claim + finish of a new payment: what the database does for every new charge (the read finds
+            // no row for the new key; the insert decides it is new; the finish).
+            String peek = store.of("CHARGE", "PEEK");
             String pair = "\\set k random(1, 9000000000000000000)\n"
-                    + bind(claim, List.of(HORIZON_MS, IDENTITY_OF_K, ":pgbench_client",
-                    "'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "NULL" /* keys are not stored */,
+                    + bind(peek, List.of(HORIZON_MS, IDENTITY_OF_K, ":pgbench_client")).strip() + ";\n"
+                    + bind(claim, List.of("'chg_pgb' || CAST(:k AS text)", ":pgbench_client", "NULL" /* keys are not stored */,
                     ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_K, "NULL")).strip()
                     + "\n\\gset\n"
                     + bind(finish, List.of(":completed", "201", ":response", "'pi_pgb' || CAST(:k AS text)", ":succeeded",
-                    "NULL", "'chg_pgb' || CAST(:k AS text)", ":new_lease_gen", ":pgbench_client")).strip() + ";\n";
+                    "NULL", "'chg_pgb' || CAST(:k AS text)", ":lease_gen", ":pgbench_client")).strip() + ";\n";
             Files.writeString(dir.resolve("claim_finish.sql"), pair);
 
-            // the replay: the same claim statement finding a finished row (rows from bench/sql/bulk_rows.sql).
+            // the replay: the claim's read finding a finished row (rows from bench/sql/bulk_rows.sql), and nothing else.
             String replay = "\\set i 10 * random(0, :replay_rows - 1)\n"
-                    + bind(claim, List.of(HORIZON_MS, IDENTITY_OF_BULK_I, ":bench_client",
-                    "'chg_pgbreplay' || CAST(:i AS text)", ":bench_client", "NULL",
-                    ":fingerprint", ":request", "1000", ":usd", LEASE_MS, LEASE_MS, IDENTITY_OF_BULK_I, "NULL")).strip() + ";\n";
+                    + bind(peek, List.of(HORIZON_MS, IDENTITY_OF_BULK_I, ":bench_client")).strip() + ";\n";
             Files.writeString(dir.resolve("replay.sql"), replay);
 
             // The least any exactly-once pair can cost: a plain INSERT … ON CONFLICT DO NOTHING of a row and an UPDATE of

@@ -521,8 +521,9 @@ pred lostLease[h: Holder] {
   (h in HAged' iff h in HAged) and (h in HSettled' iff h in HSettled) and (h in HClient' iff h in HClient)
 }
 
--- ChargeService.charge → IdempotencyStore.claim (CLAIM: the inserted row or the existing one; an expired
--- lease: answerOrTakeOver → TAKE_OVER) → OperationDriver.answer / drive.
+-- ChargeService.charge → IdempotencyStore.claim (PEEK: the existing row; none: CLAIM, the inserted row, or
+-- nothing when a concurrent claim inserted it first, and PEEK again; an expired lease: answerOrTakeOver →
+-- TAKE_OVER) → OperationDriver.answer / drive.
 pred ClaimCharge[k: ChargeKey, b: Body] {
   some idle and k not in Retired
   let h = firstIdle |

@@ -73,31 +73,29 @@ public class IdempotencyStore {
             updated_at = statement_timestamp()""";
 
     /**
-     * The claim, one statement: the key's row if it has one (a retry: one indexed read, and the insert below does
-     * not run at all), else the new row, inserted {@code ON CONFLICT DO NOTHING}: the insert, never the read, decides
-     * that the key is new. A new row reads back only what the database chose (its lease generation and clocks); the
-     * rest is what was inserted. Neither half: a concurrent claim of the key committed after this statement's snapshot
-     * (the insert saw it and did nothing), and the next statement sees it. {@code ON CONFLICT} names no index: every
-     * unique one decides, so that a schema with the raw key's unique constraint too (V1.8.0, while a rolling deploy
-     * still runs the release before it) answers a racing duplicate like any other, never with a unique violation.
+     * The claim of a key the read before it ({@link #PEEK}) found no row for: a plain insert {@code ON CONFLICT DO
+     * NOTHING}, its own committed statement. The insert, never the read, decides that the key is new: a claim of the
+     * key committed after the read makes it do nothing, and the claim reads again. It reads back only what the
+     * database chose (the lease generation and the clock); the rest is what was inserted. {@code ON CONFLICT} names
+     * no index: every unique one decides, so that a schema with the raw key's unique constraint too (V1.8.0, while a
+     * rolling deploy still runs the release before it) answers a racing duplicate like any other, never with a
+     * unique violation.
+     *
+     * <p>Why a read first, and not the insert first or both in one statement: a retry is then one indexed read and
+     * nothing else, the fastest replay on plain PostgreSQL and on Citus; a new key pays that read beside its insert.
+     * One statement reading and inserting (a CTE) was slower for replays on plain PostgreSQL and runs in steps on
+     * Citus; the insert first makes every replay a refused insert and a read (README, "The claim's form").
      */
     private static final String CLAIM = """
-            WITH existing AS (
-                SELECT false AS fresh, %1$s FROM stripe_intents x WHERE x.stripe_identity = ? AND x.client_id = ?),
-            inserted AS (
-                INSERT INTO stripe_intents AS si
-                    (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
-                     stripe_sending_until, stripe_identity, origin, created_at, updated_at, stripe_key_first_sent)
-                SELECT ?, ?, ?, ?, ?, ?, ?, 'processing', statement_timestamp() + ? * interval '1 millisecond',
-                       statement_timestamp() + ? * interval '1 millisecond', ?, ?,
-                       statement_timestamp(), statement_timestamp(), statement_timestamp()
-                 WHERE NOT EXISTS (SELECT 1 FROM existing)
-                ON CONFLICT DO NOTHING
-                RETURNING si.lease_gen, si.created_at, si.stripe_key_first_sent)
-            SELECT i.lease_gen AS new_lease_gen, i.created_at AS new_created_at, i.stripe_key_first_sent AS new_key_first_sent,
-                   e.*
-              FROM (SELECT 1) AS one LEFT JOIN existing e ON true LEFT JOIN inserted i ON true
-            """.formatted(READ_COLUMNS);
+            INSERT INTO stripe_intents AS x
+                (id, client_id, idempotency_key, fingerprint, request, amount, currency, status, lease_until,
+                 stripe_sending_until, stripe_identity, origin, created_at, updated_at, stripe_key_first_sent)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 'processing', statement_timestamp() + ? * interval '1 millisecond',
+                    statement_timestamp() + ? * interval '1 millisecond', ?, ?,
+                    statement_timestamp(), statement_timestamp(), statement_timestamp())
+            ON CONFLICT DO NOTHING
+            RETURNING x.lease_gen, x.created_at, x.stripe_key_first_sent
+            """;
 
     private static final String TAKE_OVER = """
             UPDATE {t} x
@@ -494,7 +492,7 @@ public class IdempotencyStore {
     }
 
     /**
-     * The dual-read forms of the claim and the peek (see {@link KeyIdentities}): the key's row under any of its
+     * The dual-read form of the peek, the claim's read (see {@link KeyIdentities}): the key's row under any of its
      * identities. The oldest if there were two (a claim of the key under each version before this release's lock:
      * it is the one a retry found first).
      */
@@ -506,7 +504,6 @@ public class IdempotencyStore {
         return statement.replace(one, "x.stripe_identity = ANY (?) AND x.client_id = ? ORDER BY x.created_at LIMIT 1");
     }
 
-    private static final String CLAIM_ANY = dualRead(SQL.get(Operation.CHARGE).claim());
     private static final java.util.Map<Operation, String> PEEK_ANY = java.util.Map.of(
             Operation.CHARGE, dualRead(SQL.get(Operation.CHARGE).peek()), Operation.REFUND, dualRead(SQL.get(Operation.REFUND).peek()));
 
@@ -591,8 +588,9 @@ public class IdempotencyStore {
     }
 
     /**
-     * Claims the key, or tells what holds it. One statement decides; a second runs only to take over an
-     * expired lease. A claim that cannot be committed throws {@link DatabaseUnavailableException}.
+     * Claims the key, or tells what holds it. A retry is one indexed read; a new key adds the insert that decides it
+     * is new; a third statement runs only to take over an expired lease. A claim that cannot be committed throws
+     * {@link DatabaseUnavailableException}, before anything is sent to Stripe.
      */
     public Claim claim(NewIntent intent, Duration keyHorizon) {
         Timer.Sample sample = Timer.start();
@@ -604,37 +602,14 @@ public class IdempotencyStore {
     }
 
     private Claim claimUntimed(NewIntent intent, Duration keyHorizon) {
-        // Three rounds at most: a round that neither read nor inserted lost a race with a concurrent claim of the
-        // key (see CLAIM); the next one reads its row.
+        // Three rounds at most: a round whose read found nothing and whose insert did nothing lost a race with a
+        // concurrent claim of the key (see CLAIM); the next one reads its row.
         List<String> lookup = identities.lookup(intent.operation(), intent.clientId(), intent.key());
-        String identity = lookup.get(0); // the write version's: what a new row gets
         for (int round = 0; round < 3; round++) {
-            long acquired = System.nanoTime();
-            Binder bind = ps -> {
-                int i = 1;
-                ps.setLong(i++, keyHorizon.toMillis());
-                i = bindIdentities(ps, i, lookup);
-                ps.setString(i++, intent.clientId());
-                ps.setString(i++, intent.id());
-                ps.setString(i++, intent.clientId());
-                // The key itself is not stored: only a Kafka command's event id, the key of its result records (and
-                // every key in the first step of the upgrade from a release before V1.13.0: KeyIdentities#storesKeys).
-                ps.setString(i++, intent.origin() != null || identities.storesKeys() ? intent.key().value() : null);
-                ps.setString(i++, intent.fingerprint().stored(config.fingerprintVersion()));
-                ps.setString(i++, intent.requestJson());
-                ps.setLong(i++, intent.amount());
-                ps.setString(i++, intent.currency());
-                ps.setLong(i++, config.lease().toMillis());
-                ps.setLong(i++, config.lease().toMillis());
-                ps.setString(i++, identity);
-                ps.setString(i, intent.origin());
-            };
-            RowReader read = rs -> rs.getObject("new_lease_gen") != null ? Row.inserted(rs, intent, identity, acquired)
-                    : rs.getString("id") != null ? Row.read(rs, acquired) : null;
-            String claim = lookup.size() == 1 ? sql(intent.operation()).claim() : CLAIM_ANY;
             Optional<Row> found = identities.mixedWriters()
-                    ? underKeyLock(identities.lockName(intent.operation(), intent.clientId(), intent.key()), claim, bind, read)
-                    : queryOne(claim, bind, read);
+                    ? underKeyLock(identities.lockName(intent.operation(), intent.clientId(), intent.key()),
+                            tx -> readOrInsert(tx, intent, lookup, keyHorizon))
+                    : onPrimary(c -> readOrInsert(c, intent, lookup, keyHorizon));
             if (found.isEmpty()) {
                 continue;
             }
@@ -649,6 +624,39 @@ public class IdempotencyStore {
             // Someone else took it over or finished it between the two statements: look again.
         }
         return new Claim.InFlight(Duration.ofSeconds(1), null);
+    }
+
+    /**
+     * The key's row if it has one (a retry: one indexed read, and nothing else runs), else the new row if the insert
+     * made it; empty when a concurrent claim of the key inserted it between the two statements.
+     */
+    private Optional<Row> readOrInsert(Connection c, NewIntent intent, List<String> lookup, Duration keyHorizon)
+            throws SQLException {
+        Optional<Row> existing = peekRow(c, intent.operation(), intent.clientId(), lookup, keyHorizon);
+        if (existing.isPresent()) {
+            return existing;
+        }
+        String identity = lookup.get(0); // the write version's: what a new row gets
+        long acquired = System.nanoTime();
+        try (PreparedStatement ps = c.prepareStatement(sql(intent.operation()).claim())) {
+            int i = 1;
+            ps.setString(i++, intent.id());
+            ps.setString(i++, intent.clientId());
+            // The key itself is not stored: only a Kafka command's event id, the key of its result records (and
+            // every key in the first step of the upgrade from a release before V1.13.0: KeyIdentities#storesKeys).
+            ps.setString(i++, intent.origin() != null || identities.storesKeys() ? intent.key().value() : null);
+            ps.setString(i++, intent.fingerprint().stored(config.fingerprintVersion()));
+            ps.setString(i++, intent.requestJson());
+            ps.setLong(i++, intent.amount());
+            ps.setString(i++, intent.currency());
+            ps.setLong(i++, config.lease().toMillis());
+            ps.setLong(i++, config.lease().toMillis());
+            ps.setString(i++, identity);
+            ps.setString(i, intent.origin());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? Optional.of(Row.inserted(rs, intent, identity, acquired)) : Optional.empty();
+            }
+        }
     }
 
     /**
@@ -1780,11 +1788,29 @@ public class IdempotencyStore {
     /** The key's row, read by the unique index under every identity it may have (see {@link KeyIdentities}). */
     private Optional<Row> peekRow(Operation op, String clientId, IdempotencyKey key, Duration keyHorizon) {
         List<String> lookup = identities.lookup(op, clientId, key);
-        return queryOne(lookup.size() == 1 ? sql(op).peek() : PEEK_ANY.get(op), ps -> {
+        return onPrimary(c -> peekRow(c, op, clientId, lookup, keyHorizon));
+    }
+
+    private Optional<Row> peekRow(Connection c, Operation op, String clientId, List<String> lookup, Duration keyHorizon)
+            throws SQLException {
+        long acquired = System.nanoTime();
+        try (PreparedStatement ps = c.prepareStatement(lookup.size() == 1 ? sql(op).peek() : PEEK_ANY.get(op))) {
             ps.setLong(1, keyHorizon.toMillis());
             int i = bindIdentities(ps, 2, lookup);
             ps.setString(i, clientId);
-        });
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? Optional.of(Row.read(rs, acquired)) : Optional.empty();
+            }
+        }
+    }
+
+    /** Work on one connection of the primary, each statement its own transaction. */
+    private <T> T onPrimary(Transactions.Work<T> work) {
+        try (Connection c = primary.getConnection()) {
+            return work.run(c);
+        } catch (SQLException e) {
+            throw DatabaseFailures.of(e);
+        }
     }
 
     /** One identity as itself (the statements of the hot path), several as one array (their dual-read forms). */
@@ -1800,18 +1826,13 @@ public class IdempotencyStore {
     /**
      * A claim while instances writing different identity versions run side by side: in a transaction that first
      * takes the key's lock (the same name under every version), so that a claim of the key under another version
-     * either committed before this statement's snapshot (and is read) or waits for this one (and reads it). The
-     * lock is taken by a statement of its own: one statement's snapshot is older than a lock it waited for.
+     * either committed before the read's snapshot (and is read) or waits for this transaction (and then reads its
+     * row). The lock is taken by a statement of its own: one statement's snapshot is older than a lock it waited for.
      */
-    private Optional<Row> underKeyLock(int lockName, String sql, Binder binder, RowReader reader) {
+    private Optional<Row> underKeyLock(int lockName, Transactions.Work<Optional<Row>> claim) {
         return inTransaction(tx -> {
             lockKey(tx, lockName);
-            try (PreparedStatement ps = tx.prepareStatement(sql)) {
-                binder.bind(ps);
-                try (ResultSet rs = ps.executeQuery()) {
-                    return rs.next() ? Optional.ofNullable(reader.read(rs)) : Optional.<Row>empty();
-                }
-            }
+            return claim.run(tx);
         });
     }
 
@@ -1888,10 +1909,10 @@ public class IdempotencyStore {
          * rest as inserted. Its lease is whole: the configured lease from when the statement started.
          */
         static Row inserted(ResultSet rs, NewIntent intent, String identity, long acquired) throws SQLException {
-            Timestamp created = rs.getTimestamp("new_created_at");
+            Timestamp created = rs.getTimestamp("created_at");
             return new Row(true, intent.id(), intent.clientId(), null, intent.requestJson(), intent.amount(),
-                    intent.currency(), IntentStatus.PROCESSING, rs.getInt("new_lease_gen"), 1, null, false, 0, null, created, null,
-                    rs.getTimestamp("new_key_first_sent"), null, null, 0, identity, created, false, Long.MAX_VALUE,
+                    intent.currency(), IntentStatus.PROCESSING, rs.getInt("lease_gen"), 1, null, false, 0, null, created, null,
+                    rs.getTimestamp("stripe_key_first_sent"), null, null, 0, identity, created, false, Long.MAX_VALUE,
                     acquired);
         }
 
