@@ -49,7 +49,7 @@ public class ChargeResource {
         ChargeRequest charge = ChargeRequestParser.parse(body == null ? new byte[0] : body);
         String clientId = ApiKeyFilter.clientId(request);
         int wait = PreferWait.seconds(request.getHeaders().get(PreferWait.HEADER));
-        return waiting.answer(Operation.CHARGE, wait, () -> charges.charge(clientId, key, charge)).toResponse(idempotencyKey);
+        return waiting.answer(Operation.CHARGE, clientId, wait, () -> charges.charge(clientId, key, charge)).toResponse(idempotencyKey);
     }
 
     @GET

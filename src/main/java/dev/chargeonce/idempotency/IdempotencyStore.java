@@ -1340,10 +1340,18 @@ public class IdempotencyStore {
             + " FROM stripe_intents WHERE id = ? AND client_id = ? AND origin IS NOT NULL AND response_status = 202"
             + " AND charge_status IS NOT NULL";
 
+    private static final String FIND_CHARGE = "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE id = ? AND client_id = ?";
+    private static final String NEWEST_CHARGES = "SELECT " + CHARGE_COLUMNS
+            + " FROM stripe_intents WHERE client_id = ? ORDER BY created_at DESC, id DESC LIMIT ?";
+    /** A page of charges: what follows {@code WHERE client_id = ?} is ANDed to it (listCharges), never ORed. */
+    private static final String CHARGE_PAGE = "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE client_id = ?";
+    private static final String CHARGES_CREATED_AFTER = "SELECT " + CHARGE_COLUMNS
+            + " FROM stripe_intents WHERE client_id = ? AND created_at > ? ORDER BY created_at DESC, id DESC LIMIT ?";
+
     /** One of the client's charges, by id; another client's id is not found. */
     public Optional<ChargeRecord> findCharge(AgroalDataSource source, String clientId, String chargeId) {
         List<ChargeRecord> found = new ArrayList<>(1);
-        run(source, "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE id = ? AND client_id = ?", ps -> {
+        run(source, FIND_CHARGE, ps -> {
             ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
             ps.setString(2, chargeId);
             ps.setString(3, clientId);
@@ -1358,8 +1366,7 @@ public class IdempotencyStore {
     /** The client's newest charges. */
     public List<ChargeRecord> listCharges(AgroalDataSource source, String clientId, int limit) {
         List<ChargeRecord> found = new ArrayList<>(limit);
-        run(source, "SELECT " + CHARGE_COLUMNS
-                + " FROM stripe_intents WHERE client_id = ? ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
+        run(source, NEWEST_CHARGES, ps -> {
             ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
             ps.setString(2, clientId);
             ps.setInt(3, limit);
@@ -1380,7 +1387,7 @@ public class IdempotencyStore {
      * rows (the one more says whether there is more). Rides on the client's (client_id, created_at, id) index.
      */
     public List<ChargeRecord> listCharges(AgroalDataSource source, String clientId, ChargePage page) {
-        StringBuilder where = new StringBuilder("client_id = ?");
+        StringBuilder where = new StringBuilder();
         List<Object> args = new ArrayList<>();
         args.add(clientId); // the refunds' client (CHARGE_COLUMNS)
         args.add(clientId);
@@ -1408,7 +1415,7 @@ public class IdempotencyStore {
         }
         // Before a cursor means the nearest newer ones: read upwards, then turn the page around.
         boolean upwards = page.endingBefore() != null;
-        String sql = "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE " + where
+        String sql = CHARGE_PAGE + where
                 + (upwards ? " ORDER BY created_at ASC, id ASC" : " ORDER BY created_at DESC, id DESC") + " LIMIT ?";
         args.add(page.limit() + 1);
         List<ChargeRecord> found = new ArrayList<>();
@@ -1434,8 +1441,7 @@ public class IdempotencyStore {
      */
     public List<ChargeRecord> listChargesCreatedAfter(AgroalDataSource source, String clientId, Instant after, int limit) {
         List<ChargeRecord> found = new ArrayList<>();
-        run(source, "SELECT " + CHARGE_COLUMNS + " FROM stripe_intents WHERE client_id = ? AND created_at > ?"
-                + " ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
+        run(source, CHARGES_CREATED_AFTER, ps -> {
             ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
             ps.setString(2, clientId);
             ps.setObject(3, OffsetDateTime.ofInstant(after, ZoneOffset.UTC));
@@ -1448,10 +1454,15 @@ public class IdempotencyStore {
         return found;
     }
 
+    private static final String FIND_REFUND = "SELECT " + REFUND_COLUMNS
+            + " FROM stripe_refunds WHERE id = ? AND client_id = ? AND " + SHOWN_REFUNDS;
+    private static final String NEWEST_REFUNDS = "SELECT " + REFUND_COLUMNS + " FROM stripe_refunds WHERE charge_id = ?"
+            + " AND client_id = ? AND " + SHOWN_REFUNDS + " ORDER BY created_at DESC, id DESC LIMIT ?";
+
     /** One of the client's refunds, by id; another client's is not found. */
     public Optional<RefundRecord> findRefund(AgroalDataSource source, String clientId, String refundId) {
         List<RefundRecord> found = new ArrayList<>(1);
-        run(source, "SELECT " + REFUND_COLUMNS + " FROM stripe_refunds WHERE id = ? AND client_id = ? AND " + SHOWN_REFUNDS, ps -> {
+        run(source, FIND_REFUND, ps -> {
             ps.setString(1, refundId);
             ps.setString(2, clientId);
         }, rs -> {
@@ -1465,8 +1476,7 @@ public class IdempotencyStore {
     /** A charge's refunds, newest first (at most {@code limit}). */
     public List<RefundRecord> listRefunds(AgroalDataSource source, String clientId, String chargeId, int limit) {
         List<RefundRecord> found = new ArrayList<>();
-        run(source, "SELECT " + REFUND_COLUMNS + " FROM stripe_refunds WHERE charge_id = ? AND client_id = ? AND "
-                + SHOWN_REFUNDS + " ORDER BY created_at DESC, id DESC LIMIT ?", ps -> {
+        run(source, NEWEST_REFUNDS, ps -> {
             ps.setString(1, chargeId);
             ps.setString(2, clientId);
             ps.setInt(3, limit);
@@ -1510,9 +1520,33 @@ public class IdempotencyStore {
         return t == null ? null : t.toInstant();
     }
 
-    private List<RowView> views(Operation op, String where, Binder binder) {
+    /** A statement per operation, held by name so that CitusRulesTest reads it with the others. */
+    private static Map<Operation, String> byOperation(java.util.function.Function<Operation, String> statement) {
+        Map<Operation, String> statements = new java.util.EnumMap<>(Operation.class);
+        for (Operation op : Operation.values()) {
+            statements.put(op, statement.apply(op));
+        }
+        return Collections.unmodifiableMap(statements);
+    }
+
+    // Reconciliation's and the console's reads over every client (reads that decide nothing: on Citus, each runs on
+    // every shard), and those of one client's rows.
+    private static final Map<Operation, String> VIEW_BY_ID = byOperation(op ->
+            "SELECT " + viewColumns(op) + " FROM " + op.table() + " WHERE id = ?");
+    private static final Map<Operation, String> ATTENTION_ROWS = byOperation(op ->
+            "SELECT " + viewColumns(op) + " FROM " + op.table() + " WHERE status = 'processing' AND (needs_reconciliation"
+            + " OR created_at < statement_timestamp() - ? * interval '1 millisecond') ORDER BY created_at LIMIT ?");
+    private static final Map<Operation, String> VIEWS_OF = byOperation(op ->
+            "SELECT " + viewColumns(op) + " FROM " + op.table() + " WHERE " + op.objectIdColumn() + " = ANY (?) OR stripe_identity = ANY (?)");
+    private static final Map<Operation, String> FINISHED_BETWEEN = byOperation(op ->
+            "SELECT " + viewColumns(op) + " FROM " + op.table() + " WHERE status <> 'processing' AND finished_at >= ?"
+            + " AND finished_at < ? AND (finished_at, id) > (?, ?) ORDER BY finished_at, id LIMIT ?");
+    private static final String REFUNDS_OF_CHARGE = "SELECT " + viewColumns(Operation.REFUND)
+            + " FROM stripe_refunds WHERE charge_id = ? AND client_id = ? ORDER BY created_at";
+
+    private List<RowView> views(Operation op, String sql, Binder binder) {
         List<RowView> found = new ArrayList<>();
-        run("SELECT " + viewColumns(op) + " FROM " + op.table() + " WHERE " + where, binder, rs -> {
+        run(sql, binder, rs -> {
             while (rs.next()) {
                 found.add(view(op, rs));
             }
@@ -1520,9 +1554,9 @@ public class IdempotencyStore {
         return found;
     }
 
-    /** One row, by id, as it is now. */
+    /** One row, by id, as it is now (any client's: an operator's look; the row names its client). */
     public Optional<RowView> view(Operation op, String id) {
-        return views(op, "id = ?", ps -> ps.setString(1, id)).stream().findFirst();
+        return views(op, VIEW_BY_ID.get(op), ps -> ps.setString(1, id)).stream().findFirst();
     }
 
     /**
@@ -1530,8 +1564,7 @@ public class IdempotencyStore {
      * {@code overdueAfter} (however often re-driven), oldest first.
      */
     public List<RowView> attentionRows(Operation op, Duration overdueAfter, int limit) {
-        return views(op, "status = 'processing' AND (needs_reconciliation OR created_at < statement_timestamp() - ? * interval '1 millisecond') "
-                + "ORDER BY created_at LIMIT ?", ps -> {
+        return views(op, ATTENTION_ROWS.get(op), ps -> {
             ps.setLong(1, overdueAfter.toMillis());
             ps.setInt(2, limit);
         });
@@ -1542,7 +1575,7 @@ public class IdempotencyStore {
         if (objectIds.isEmpty() && identities.isEmpty()) {
             return List.of();
         }
-        return views(op, op.objectIdColumn() + " = ANY (?) OR stripe_identity = ANY (?)", ps -> {
+        return views(op, VIEWS_OF.get(op), ps -> {
             ps.setArray(1, ps.getConnection().createArrayOf("text", objectIds.toArray()));
             ps.setArray(2, ps.getConnection().createArrayOf("text", identities.toArray()));
         });
@@ -1553,8 +1586,7 @@ public class IdempotencyStore {
      * start), in that order: what reconciliation holds against Stripe's records, page by page.
      */
     public List<RowView> finishedBetween(Operation op, Instant from, Instant to, Instant afterFinished, String afterId, int limit) {
-        return views(op, "status <> 'processing' AND finished_at >= ? AND finished_at < ? AND (finished_at, id) > (?, ?) "
-                + "ORDER BY finished_at, id LIMIT ?", ps -> {
+        return views(op, FINISHED_BETWEEN.get(op), ps -> {
             ps.setTimestamp(1, Timestamp.from(from));
             ps.setTimestamp(2, Timestamp.from(to));
             ps.setTimestamp(3, Timestamp.from(afterFinished == null ? Instant.EPOCH : afterFinished));
@@ -1563,20 +1595,27 @@ public class IdempotencyStore {
         });
     }
 
-    /** A charge's refunds, every state. */
-    public List<RowView> refundsOf(String chargeId) {
-        return views(Operation.REFUND, "charge_id = ? ORDER BY created_at", ps -> ps.setString(1, chargeId));
+    /** A charge's refunds, every state (the charge's client's). */
+    public List<RowView> refundsOf(String clientId, String chargeId) {
+        return views(Operation.REFUND, REFUNDS_OF_CHARGE, ps -> {
+            ps.setString(1, chargeId);
+            ps.setString(2, clientId);
+        });
     }
+
+    private static final Map<Operation, String> INSPECT = byOperation(op -> "SELECT false AS fresh, "
+            + READ_COLUMNS.replace("{o}", op.objectIdColumn()) + " FROM " + op.table()
+            + " x WHERE x.id = ? AND x.client_id = ? AND x.status = 'processing'");
 
     /**
      * A processing row as a holder would see it, without taking its lease: what an operator's action needs to ask
      * Stripe about it (its identity, its window, its request). Empty when it is not processing.
      */
-    public Optional<ClaimedIntent> inspect(Operation op, String id, Duration keyHorizon) {
-        return queryOne("SELECT false AS fresh, " + READ_COLUMNS.replace("{o}", op.objectIdColumn()) + " FROM " + op.table()
-                + " x WHERE x.id = ? AND x.status = 'processing'", ps -> {
+    public Optional<ClaimedIntent> inspect(Operation op, String id, String clientId, Duration keyHorizon) {
+        return queryOne(INSPECT.get(op), ps -> {
             ps.setLong(1, keyHorizon.toMillis());
             ps.setString(2, id);
+            ps.setString(3, clientId);
         }).map(row -> row.intent(op));
     }
 
@@ -1625,13 +1664,13 @@ public class IdempotencyStore {
      * lease and that duration after the row was created), and that clock now;
      * empty when the row is not processing.
      */
-    public Optional<KeySettling> keySettling(Operation op, String id, Duration requestMaxDuration) {
+    public Optional<KeySettling> keySettling(Operation op, String id, String clientId, Duration requestMaxDuration) {
         List<KeySettling> found = new ArrayList<>();
-        run("SELECT greatest(coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity') + ? * interval '1 millisecond',"
-                + " created_at + ? * interval '1 millisecond'), statement_timestamp() FROM " + op.table() + " WHERE id = ? AND status = 'processing'", ps -> {
+        run(KEY_SETTLING.get(op), ps -> {
                     ps.setLong(1, requestMaxDuration.toMillis());
                     ps.setLong(2, config.lease().plus(requestMaxDuration).toMillis());
                     ps.setString(3, id);
+                    ps.setString(4, clientId);
                 }, rs -> {
                     if (rs.next()) {
                         Timestamp settles = rs.getTimestamp(1);
@@ -1640,6 +1679,11 @@ public class IdempotencyStore {
                 });
         return found.stream().findFirst();
     }
+
+    private static final Map<Operation, String> KEY_SETTLING = byOperation(op ->
+            "SELECT greatest(coalesce(greatest(stripe_key_last_sent, stripe_sending_until), '-infinity') + ? * interval '1 millisecond',"
+            + " created_at + ? * interval '1 millisecond'), statement_timestamp() FROM " + op.table()
+            + " WHERE id = ? AND client_id = ? AND status = 'processing'");
 
     /** When no try of a key can still reach Stripe, and the database's clock when that was read. */
     public record KeySettling(Instant settlesAt, Instant databaseNow) {
@@ -1653,14 +1697,18 @@ public class IdempotencyStore {
      * that the next retry or the recovery worker takes it over with a new generation. Nothing is sent by this; a
      * driver re-sends only what the protocol allows (past the key horizon it parks the row again).
      */
-    public boolean requeue(Operation op, String id, int seenLeaseGeneration) {
-        return update("UPDATE " + op.table() + " SET needs_reconciliation = false, reconciliation_reason = NULL, "
-                + "lease_gen = lease_gen + 1, lease_until = statement_timestamp(), recheck_at = NULL, updated_at = statement_timestamp() "
-                + "WHERE id = ? AND lease_gen = ? AND status = 'processing'", ps -> {
+    public boolean requeue(Operation op, String id, String clientId, int seenLeaseGeneration) {
+        return update(REQUEUE.get(op), ps -> {
             ps.setString(1, id);
             ps.setInt(2, seenLeaseGeneration);
+            ps.setString(3, clientId);
         }) == 1;
     }
+
+    private static final Map<Operation, String> REQUEUE = byOperation(op -> "UPDATE " + op.table()
+            + " SET needs_reconciliation = false, reconciliation_reason = NULL, lease_gen = lease_gen + 1,"
+            + " lease_until = statement_timestamp(), recheck_at = NULL, updated_at = statement_timestamp()"
+            + " WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?");
 
     /** What a client's key holds now, for the key status endpoint: its row, read by the unique index. */
     public record KeyStatus(String rowId, IntentStatus status, boolean parked, Instant firstSeen, Instant finishedAt,
@@ -1694,6 +1742,12 @@ public class IdempotencyStore {
         return forbidden[0];
     }
 
+    // Start-up reads over every client (KeyVersionsCheck), on the unique index.
+    private static final Map<Operation, String> ANY_UNKEYED_IDENTITY = byOperation(op ->
+            "SELECT EXISTS (SELECT 1 FROM " + op.table() + " WHERE stripe_identity < 'g')");
+    private static final Map<Operation, String> FIRST_IDENTITY_FROM = byOperation(op ->
+            "SELECT stripe_identity FROM " + op.table() + " WHERE stripe_identity >= ? ORDER BY stripe_identity LIMIT 1");
+
     static java.util.SortedSet<Integer> identityVersionsInUse(Connection c) throws SQLException {
         java.util.SortedSet<Integer> versions = new java.util.TreeSet<>();
         java.util.regex.Pattern keyed = java.util.regex.Pattern.compile("^k(\\d{3})-");
@@ -1706,15 +1760,13 @@ public class IdempotencyStore {
                     }
                 }
             }
-            try (PreparedStatement unkeyed = c.prepareStatement(
-                    "SELECT EXISTS (SELECT 1 FROM " + op.table() + " WHERE stripe_identity < 'g')");
+            try (PreparedStatement unkeyed = c.prepareStatement(ANY_UNKEYED_IDENTITY.get(op));
                  ResultSet rs = unkeyed.executeQuery()) {
                 if (rs.next() && rs.getBoolean(1)) {
                     versions.add(KeyIdentities.UNKEYED);
                 }
             }
-            try (PreparedStatement first = c.prepareStatement(
-                    "SELECT stripe_identity FROM " + op.table() + " WHERE stripe_identity >= ? ORDER BY stripe_identity LIMIT 1")) {
+            try (PreparedStatement first = c.prepareStatement(FIRST_IDENTITY_FROM.get(op))) {
                 String from = "k";
                 while (true) {
                     first.setString(1, from);
@@ -1862,17 +1914,21 @@ public class IdempotencyStore {
      * released or taken over) notifies channel {@code chargeonce_key_changed} (the trigger of V1.7.0). False when
      * the row is no longer in flight: look again instead of waiting. Writes only the first time.
      */
-    public boolean awaitRow(Operation op, String rowId) {
+    public boolean awaitRow(Operation op, String rowId, String clientId) {
         boolean[] inFlight = {false};
-        run("WITH marked AS (UPDATE " + op.table() + " SET awaited = true WHERE id = ? AND status = 'processing'"
-                + " AND NOT needs_reconciliation AND NOT awaited RETURNING 1)"
-                + " SELECT EXISTS (SELECT 1 FROM marked) OR EXISTS (SELECT 1 FROM " + op.table()
-                + " WHERE id = ? AND status = 'processing' AND NOT needs_reconciliation AND awaited)", ps -> {
+        run(AWAIT_ROW.get(op), ps -> {
                     ps.setString(1, rowId);
-                    ps.setString(2, rowId);
+                    ps.setString(2, clientId);
+                    ps.setString(3, rowId);
+                    ps.setString(4, clientId);
                 }, rs -> inFlight[0] = rs.next() && rs.getBoolean(1));
         return inFlight[0];
     }
+
+    private static final Map<Operation, String> AWAIT_ROW = byOperation(op -> "WITH marked AS (UPDATE " + op.table()
+            + " SET awaited = true WHERE id = ? AND client_id = ? AND status = 'processing' AND NOT needs_reconciliation"
+            + " AND NOT awaited RETURNING 1) SELECT EXISTS (SELECT 1 FROM marked) OR EXISTS (SELECT 1 FROM " + op.table()
+            + " WHERE id = ? AND client_id = ? AND status = 'processing' AND NOT needs_reconciliation AND awaited)");
 
     private int update(String sql, Binder binder) {
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {

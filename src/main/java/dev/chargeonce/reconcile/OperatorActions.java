@@ -84,14 +84,14 @@ public class OperatorActions {
 
     private <R> Outcome attach(StripeSide<R> side, String rowId, int seen, String objectId) {
         Operation op = side.operation();
-        Optional<ClaimedIntent> row = rows.inspect(op, rowId, stripeConfig.keyHorizon());
+        Optional<RowView> view = rows.view(op, rowId);
+        Optional<ClaimedIntent> row = view.flatMap(v -> rows.inspect(op, rowId, v.clientId(), stripeConfig.keyHorizon()));
         if (row.isEmpty()) {
             return Outcome.refused(rowId + " is not processing: it has its answer already");
         }
         if (row.get().leaseGeneration() != seen) {
             return moved(rowId, seen, row.get().leaseGeneration());
         }
-        Optional<RowView> view = rows.view(op, rowId);
         StripeSide.ObjectState object = side.look(objectId, false);
         String identity = view.map(RowView::identity).orElse(null);
         if (identity == null || !identity.equals(object.identity())) {
@@ -135,7 +135,8 @@ public class OperatorActions {
 
     private <R> Outcome markFailed(StripeSide<R> side, String rowId, int seen) {
         Operation op = side.operation();
-        Optional<ClaimedIntent> row = rows.inspect(op, rowId, stripeConfig.keyHorizon());
+        // By id, the row's client read first (the console names a row by its id alone), then the row on its client's.
+        Optional<ClaimedIntent> row = rows.view(op, rowId).flatMap(v -> rows.inspect(op, rowId, v.clientId(), stripeConfig.keyHorizon()));
         if (row.isEmpty()) {
             return Outcome.refused(rowId + " is not processing: it has its answer already");
         }
@@ -145,7 +146,7 @@ public class OperatorActions {
         }
         // A try of the key may still be on its way: sent by the holder (up to its lease's send bound) and not yet
         // executed by Stripe. The list below would not see it, and it would charge after "nothing was made".
-        Optional<IdempotencyStore.KeySettling> settling = rows.keySettling(op, rowId, stripeConfig.requestMaxDuration());
+        Optional<IdempotencyStore.KeySettling> settling = rows.keySettling(op, rowId, intent.clientId(), stripeConfig.requestMaxDuration());
         if (settling.isEmpty()) {
             return Outcome.refused(rowId + " is not processing: it has its answer already");
         }
@@ -185,7 +186,7 @@ public class OperatorActions {
                 outcome = Outcome.refused(rowId + " is not processing: nothing to re-queue");
             } else if (row.get().leaseGeneration() != seenLeaseGeneration) {
                 outcome = moved(rowId, seenLeaseGeneration, row.get().leaseGeneration());
-            } else if (!rows.requeue(op, rowId, seenLeaseGeneration)) {
+            } else if (!rows.requeue(op, rowId, row.get().clientId(), seenLeaseGeneration)) {
                 outcome = Outcome.refused(rowId + " moved meanwhile; look again");
             } else {
                 outcome = Outcome.done(rowId + " is back with the drivers: the next retry or the recovery worker takes it over");

@@ -497,7 +497,7 @@ public class ReconciliationJob {
      * against the refunds Stripe made on its PaymentIntent (but those of our refunds still being driven).
      */
     private Optional<Finding> refundTotal(RowView charge) {
-        List<RowView> refunds = rows.refundsOf(charge.id());
+        List<RowView> refunds = rows.refundsOf(charge.clientId(), charge.id());
         Set<String> drivenIdentities = new HashSet<>();
         long reservedByDriven = 0;
         for (RowView refund : refunds) {

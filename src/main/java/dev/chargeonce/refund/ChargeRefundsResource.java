@@ -47,7 +47,7 @@ public class ChargeRefundsResource {
         RefundRequest refund = RefundRequest.parse(body == null ? new byte[0] : body);
         String clientId = ApiKeyFilter.clientId(request);
         int wait = PreferWait.seconds(request.getHeaders().get(PreferWait.HEADER));
-        return waiting.answer(Operation.REFUND, wait, () -> refunds.refund(clientId, chargeId, key, refund)).toResponse(idempotencyKey);
+        return waiting.answer(Operation.REFUND, clientId, wait, () -> refunds.refund(clientId, chargeId, key, refund)).toResponse(idempotencyKey);
     }
 
     @GET

@@ -43,7 +43,7 @@ public class WaitThenReplay {
      * The answer of {@code attempt} (one claim of the key), waiting up to {@code seconds} while it answers 409 in
      * flight; with {@code seconds} 0, or while this instance hears no notifications, the first answer as it is.
      */
-    public KeyAnswer answer(Operation op, int seconds, Supplier<KeyAnswer> attempt) {
+    public KeyAnswer answer(Operation op, String clientId, int seconds, Supplier<KeyAnswer> attempt) {
         KeyAnswer answer = attempt.get();
         if (seconds <= 0 || !listener.listening()) {
             return answer;
@@ -65,7 +65,7 @@ public class WaitThenReplay {
                 }
             } else {
                 try (KeyChangeListener.Registration wakeUp = listener.register(row.id())) {
-                    if (store.awaitRow(op, row.id())) {
+                    if (store.awaitRow(op, row.id(), clientId)) {
                         long leaseEnds = row.leaseLeft().toNanos() + TimeUnit.MILLISECONDS.toNanos(AFTER_LEASE_MILLIS);
                         sleepUntil(wakeUp, Math.min(left, leaseEnds));
                     }

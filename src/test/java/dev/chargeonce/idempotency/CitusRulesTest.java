@@ -153,13 +153,59 @@ class CitusRulesTest {
 
     /**
      * Reads over every client by design, which Citus runs on every shard: the background workers' candidate scans
-     * (each candidate is then handled by a fenced single-shard statement, which decides) and the operators' gauges.
+     * (each candidate is then handled by a fenced single-shard statement, which decides), the operators' gauges,
+     * reconciliation's and the console's reads (a row named by its id alone: its client is read with it, and what
+     * the operator then does to it names that client) and the start-up check of the key-hash versions.
      * They may not name a client, and must not lock or write anything.
      */
     private static final Set<String> CROSS_CLIENT_SCANS = Set.of(
             "CHARGE.expiredCandidates", "REFUND.expiredCandidates", "CHARGE.dueAcceptedCandidates",
             "REFUND.dueAcceptedCandidates", "CHARGE.finishedCandidates", "REFUND.finishedCandidates",
-            "CHARGE.countAttention", "REFUND.countAttention", "CHARGE.objectClient", "REFUND.objectClient");
+            "CHARGE.countAttention", "REFUND.countAttention", "CHARGE.objectClient", "REFUND.objectClient",
+            "VIEW_BY_ID.CHARGE", "VIEW_BY_ID.REFUND", "ATTENTION_ROWS.CHARGE", "ATTENTION_ROWS.REFUND",
+            "VIEWS_OF.CHARGE", "VIEWS_OF.REFUND", "FINISHED_BETWEEN.CHARGE", "FINISHED_BETWEEN.REFUND",
+            "ANY_UNKEYED_IDENTITY.CHARGE", "ANY_UNKEYED_IDENTITY.REFUND", "FIRST_IDENTITY_FROM.CHARGE",
+            "FIRST_IDENTITY_FROM.REFUND");
+
+    /** SQL on the two tables in code: a string literal naming one, or a table's name joined into a string. */
+    private static final Pattern TABLE_IN_CODE = Pattern.compile(
+            "\"[^\"]*\\b(stripe_intents|stripe_refunds)\\b|\\+\\s*\\w+\\.table\\(\\)|\\.table\\(\\)\\s*\\+");
+    private static final Pattern FIELD_START = Pattern.compile("^\\s*(private |public |protected )?static final .*=.*");
+
+    /**
+     * The rule reads the statements the classes hold in static fields (constants, per-operation maps, the
+     * protocol's templates): a statement on the two tables written inside a method would escape it, so there is
+     * none. Text outside a static field's initializer that names a table in a string, or joins a table's name into
+     * one, fails this test.
+     */
+    @Test
+    void noStatementOnTheDistributedTablesIsWrittenInsideAMethod() throws java.io.IOException {
+        List<String> problems = new ArrayList<>();
+        for (Class<?> holder : List.of(IdempotencyStore.class, ResultOutbox.class, ConsumedOffsets.class)) {
+            java.nio.file.Path source = java.nio.file.Path.of("src/main/java", holder.getName().replace('.', '/') + ".java");
+            List<String> lines = java.nio.file.Files.readAllLines(source);
+            boolean inField = false;
+            for (int i = 0; i < lines.size(); i++) {
+                String line = lines.get(i);
+                String code = line.strip();
+                if (!inField && FIELD_START.matcher(line).matches()) {
+                    inField = true;
+                }
+                if (inField) {
+                    inField = !code.endsWith(";");
+                    continue;
+                }
+                if (code.startsWith("*") || code.startsWith("//") || code.startsWith("/*")) {
+                    continue;
+                }
+                if (TABLE_IN_CODE.matcher(line).find()) {
+                    problems.add(source + ":" + (i + 1) + ": " + code);
+                }
+            }
+        }
+        assertTrue(problems.isEmpty(), "SQL on the distributed tables written inside a method (CitusRulesTest does not"
+                + " read it: hold it in a static field):\n  " + String.join("\n  ", problems));
+    }
 
     @Test
     void theRulesReadWhatCitusRefuses() {

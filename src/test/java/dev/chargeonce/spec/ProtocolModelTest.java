@@ -230,8 +230,14 @@ class ProtocolModelTest {
     private static final Pattern METHOD = Pattern.compile("`([A-Z][A-Za-z0-9]*)#([a-z][A-Za-z0-9]*)`");
     private static final Pattern SQL = Pattern.compile("`([A-Z][A-Z0-9_]+)`");
     private static final Pattern INLINE_SQL = Pattern.compile("`((?:SELECT|UPDATE|INSERT|DELETE|SET|WHERE) [^`]*)`");
-    private static final Pattern STORE_CONSTANT = Pattern.compile("private static final String ([A-Z][A-Z0-9_]+)\\s*=");
+    /** A statement of the store: a constant, or one per operation ({@code Map<Operation, String>}). */
+    private static final Pattern STORE_CONSTANT = Pattern.compile(
+            "private static final (?:String|Map<Operation, String>) ([A-Z][A-Z0-9_]+)\\s*=");
     private static final Pattern STORE_PUBLIC = Pattern.compile("^    public (?!record|static|interface)[^=;(]*?\\s([a-z][A-Za-z0-9]*)\\(", Pattern.MULTILINE);
+
+    private static boolean isStatement(String store, String name) {
+        return store.contains("String " + name + " =") || store.contains("Map<Operation, String> " + name + " =");
+    }
 
     @Test
     void theMappingMatchesTheCode() throws IOException {
@@ -270,7 +276,7 @@ class ProtocolModelTest {
             while (s.find()) {
                 String constant = s.group(1);
                 tableSql.add(constant);
-                if (!store.contains("String " + constant + " =")) {
+                if (!isStatement(store, constant)) {
                     wrong.add(action + ": IdempotencyStore has no statement " + constant);
                 }
             }
@@ -320,7 +326,7 @@ class ProtocolModelTest {
             }
         }
         for (Matcher named = SQL.matcher(leftOut); named.find(); ) {
-            if (!store.contains("String " + named.group(1) + " =")) {
+            if (!isStatement(store, named.group(1))) {
                 wrong.add("spec/README.md leaves out the statement " + named.group(1) + ", which does not exist");
             }
         }
