@@ -184,6 +184,8 @@ need_citus() {
   pkglib=$("$PG_BIN/pg_config" --pkglibdir)
   [ -f "$pkglib/citus.so" ] && return 0
   local build="${CITUS_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/../shared/citus/build.sh}"
+  # a clone elsewhere than beside ../shared (a CI checkout) finds the workplace's copy
+  [ -f "$build" ] || [ -n "${CITUS_BUILD:-}" ] || [ ! -f /work/shared/citus/build.sh ] || build=/work/shared/citus/build.sh
   [ -f "$build" ] || die "Citus is not installed in $pkglib and there is no build script at $build (set CITUS_BUILD)"
   log "building Citus with $build"
   bash "$build" >&2 || die "the Citus build failed"

@@ -2162,14 +2162,17 @@ public class Chaos {
             // refund row without the charge's reservation (stripe_intents.amount_reserved, written by the same
             // claim) is not a state a failover can leave, and losing both is not modelled here.
             String noRefunds = variant == Variant.CHARGEONCE
-                    ? " AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.charge_id = stripe_intents.id)" : "";
+                    ? " AND NOT EXISTS (SELECT 1 FROM stripe_refunds r WHERE r.client_id = stripe_intents.client_id"
+                      + " AND r.charge_id = stripe_intents.id)" : "";
             long started = System.currentTimeMillis();
             List<LostRow> deleted = new ArrayList<>();
             List<Payment> owners = new ArrayList<>();
             try (Connection c = Audit.connect(variant)) {
                 for (String filter : filters) {
                     try (java.sql.PreparedStatement ps = c.prepareStatement(
-                            "DELETE FROM stripe_intents WHERE id IN (SELECT id FROM (SELECT id FROM stripe_intents"
+                            // by (client_id, id), and the refunds joined by their client too: one form for plain
+                            // PostgreSQL and Citus (scale/citus/run.sh), where the tables are distributed by client
+                            "DELETE FROM stripe_intents WHERE (client_id, id) IN (SELECT client_id, id FROM (SELECT client_id, id FROM stripe_intents"
                                     + " WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation" + filter + noRefunds
                                     + " ORDER BY " + finishedAt + " DESC LIMIT 20) recent ORDER BY random() LIMIT ?)"
                                     + " RETURNING id, client_id, " + keyColumn(variant) + ", status, " + attempt)) {

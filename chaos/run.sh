@@ -3,7 +3,7 @@
 #
 #   chaos/run.sh [--duration 180s] [--naive-duration D] [--instances 2] [--clients 24] [--seed N]
 #                [--no-naive] [--allow-naive-without-duplicates] [--min-faults 15] [--min-payments 50]
-#                [--lookup-skew 10s]
+#                [--lookup-skew 10s] [--citus]
 #
 # Clients with many logical payments (random timeouts and retries, concurrent duplicates, a key reused with
 # another body now and then) against --instances packaged service processes sharing one PostgreSQL primary,
@@ -22,6 +22,9 @@
 # run of 60 s or more, or no refund made, refused amount_too_large or asked at once in such a run), and when
 # the control shows no duplicate (unless --allow-naive-without-duplicates; --require-naive-duplicates, the default,
 # is still accepted).
+# With --citus (scale/citus/run.sh), the instances run on a Citus coordinator with two workers instead of one
+# primary (the service's migrations distribute its tables), without a replica and without the control (both are
+# about a lagging replica); Citus is built when it is missing (bench/lib.sh need_citus).
 # Starts everything on 127.0.0.1 and stops everything it started, nothing else.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +47,7 @@ MIN_PAYMENTS=50
 REPLICA_DELAY_MS=2000
 # chargeonce.stripe.lookup-skew for the instances: the stand-in shares this host's clock (see README "Chaos").
 LOOKUP_SKEW=10s
+CITUS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) DURATION="$2"; shift 2 ;;
@@ -57,7 +61,8 @@ while [ $# -gt 0 ]; do
     --min-faults) MIN_FAULTS="$2"; shift 2 ;;
     --min-payments) MIN_PAYMENTS="$2"; shift 2 ;;
     --lookup-skew) LOOKUP_SKEW="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --citus) CITUS=1; NAIVE=0; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -90,17 +95,24 @@ javac --release 21 -d "$WORK_DIR/classes" -cp "$PGJDBC" chaos/Chaos.java chaos/N
   src/test/java/dev/chargeonce/testing/TcpProxy.java src/test/java/dev/chargeonce/testing/ServiceProcess.java
 
 PG_PORT=$(free_port); REPLICA_PORT=$(free_port)
-log "PostgreSQL 15 primary on 127.0.0.1:$PG_PORT, lagging replica on :$REPLICA_PORT (${REPLICA_DELAY_MS} ms behind)"
-start_pg primary "$PG_PORT" "synchronous_commit = on" "max_connections = 300" "wal_level = replica" "max_wal_senders = 4" \
-  "log_min_messages = warning"
-psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce" -c "CREATE DATABASE naive"
-start_lagging_replica replica "$PG_PORT" "$REPLICA_PORT" "${REPLICA_DELAY_MS}ms"
-
-# The service reads from the replica only once it has a `replica` datasource (issue 4); until then the replica
-# serves the naive control alone, and the service runs on the primary only.
 SERVICE_REPLICA=false
-if grep -q '^quarkus\.datasource\.replica\.' src/main/resources/application.properties; then
-  SERVICE_REPLICA=true
+if [ "$CITUS" = 1 ]; then
+  need_citus
+  W1=$(free_port); W2=$(free_port)
+  log "Citus: coordinator on 127.0.0.1:$PG_PORT, workers on :$W1 and :$W2 (no replica, no control)"
+  start_citus citus chargeonce "$PG_PORT" "$W1" "$W2"
+  REPLICA_PORT=0
+else
+  log "PostgreSQL 15 primary on 127.0.0.1:$PG_PORT, lagging replica on :$REPLICA_PORT (${REPLICA_DELAY_MS} ms behind)"
+  start_pg primary "$PG_PORT" "synchronous_commit = on" "max_connections = 300" "wal_level = replica" "max_wal_senders = 4" \
+    "log_min_messages = warning"
+  psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce" -c "CREATE DATABASE naive"
+  start_lagging_replica replica "$PG_PORT" "$REPLICA_PORT" "${REPLICA_DELAY_MS}ms"
+  # The service reads from the replica only once it has a `replica` datasource (issue 4); until then the replica
+  # serves the naive control alone, and the service runs on the primary only.
+  if grep -q '^quarkus\.datasource\.replica\.' src/main/resources/application.properties; then
+    SERVICE_REPLICA=true
+  fi
 fi
 log "service uses the replica datasource: $SERVICE_REPLICA"
 

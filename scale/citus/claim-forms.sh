@@ -11,7 +11,7 @@
 #
 # The forms run the same columns as IdempotencyStore's CLAIM and READ_COLUMNS (copied here: this compares forms,
 # not the store's current text). Identities and clients are plain strings (no HMAC): only the claim is measured.
-# Citus: a coordinator and two workers with the tables distributed by client_id (scale/citus/distribute.sql); on one
+# Citus: a coordinator and two workers with the tables distributed by client_id (the service's migration V1.15.0); on one
 # machine this measures Citus's overhead per statement, not its scale. Starts everything on 127.0.0.1, stops it all.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,7 +36,6 @@ for port in "$PLAIN" "$COORDINATOR"; do
     psql_at "$port" chargeonce -f "$migration" >/dev/null
   done
 done
-psql_at "$COORDINATOR" chargeonce -f scale/citus/distribute.sql >/dev/null
 for port in "$PLAIN" "$COORDINATOR"; do
   psql_at "$port" chargeonce -c "
     INSERT INTO stripe_intents (id, client_id, fingerprint, request, amount, currency, status, response_status,

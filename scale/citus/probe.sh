@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the service stands on Citus (issue 17): starts a Citus cluster on loopback (a coordinator and two workers),
-# applies the service's migrations and the distribution the schema is heading for (scale/citus/distribute.sql),
+# applies the service's migrations (V1.15.0 distributes the two tables by client_id on Citus),
 # then runs the store's hot-path statements, exactly as the package writes them (StatementCatalog, the scripts
 # bench/run.sh gives pgbench), against the distributed tables, and prints which ones Citus runs and which it refuses.
 #
@@ -31,8 +31,7 @@ start_citus citus chargeonce "$COORDINATOR" "$WORKER1" "$WORKER2"
 for migration in $(ls src/main/resources/db/migration/*.sql | sort -V); do
   psql_at "$COORDINATOR" chargeonce -f "$migration" >/dev/null
 done
-psql_at "$COORDINATOR" chargeonce -f scale/citus/distribute.sql >/dev/null
-log "schema migrated; stripe_intents and stripe_refunds distributed by client_id"
+log "schema migrated; stripe_intents and stripe_refunds distributed by client_id (V1.15.0)"
 
 java -cp "target/quarkus-app/app/*:target/quarkus-app/lib/main/*" dev.chargeonce.idempotency.StatementCatalog "$WORK_DIR/statements"
 java bench/BenchTool.java pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench" >/dev/null

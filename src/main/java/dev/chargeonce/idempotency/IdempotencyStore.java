@@ -301,8 +301,7 @@ public class IdempotencyStore {
     private static final String RELEASE = """
             UPDATE {t}
                SET lease_until = statement_timestamp(), last_stripe_error = coalesce(?, last_stripe_error),
-                   stripe_key_last_sent = CASE WHEN ?::bigint IS NULL THEN stripe_key_last_sent
-                       ELSE greatest(stripe_key_last_sent, statement_timestamp() - ?::bigint * interval '1 millisecond') END,
+                   stripe_key_last_sent = greatest(stripe_key_last_sent, statement_timestamp() - ?::bigint * interval '1 millisecond'),
                    stripe_sending_until = NULL,
                    recheck_at = statement_timestamp() + ?::bigint * interval '1 millisecond',
                    {o} = coalesce(?, {o}),
@@ -417,7 +416,7 @@ public class IdempotencyStore {
             java.util.function.UnaryOperator<String> r = sql -> sql
                     .replace("{t}", op.table()).replace("{o}", op.objectIdColumn()).replace("{s}", op.stateColumn())
                     .replace("{finals}", op.finalStatesSql()).replace("{settled}", op.settledStatesSql())
-                    .replace("{rank_now}", op.rankSql(op.stateColumn())).replace("{rank_next}", op.rankSql("?::text"))
+                    .replace("{rank_now}", op.rankSql(op.stateColumn())).replace("{rank_next}", "?::int")
                     .replace("{returning}", EXTRAS.get(op).returning()).replace("{release}", EXTRAS.get(op).release())
                     .replace("{advance_guard}", EXTRAS.get(op).advanceGuard()).replace("{keep}", EXTRAS.get(op).keep())
                     .replace("{keep_any_client}", EXTRAS.get(op).keepAnyClient())
@@ -1154,7 +1153,7 @@ public class IdempotencyStore {
             ps.setString(3, next);
             ps.setString(4, id);
             ps.setString(5, clientId);
-            ps.setString(6, next);
+            ps.setInt(6, op.rank(next)); // the rank of the next state (Operation#rank), as {rank_now} ranks the row's
             bindRelease(ps, 7, op, clientId);
             return countOf(ps) == 1;
         }
@@ -1227,14 +1226,14 @@ public class IdempotencyStore {
         Long recheck = release.recheckAfter() == null ? null : release.recheckAfter().toMillis();
         return update(sql(holder.operation()).release(), ps -> {
             ps.setString(1, release.stripeError());
+            // null when nothing was sent: greatest() ignores it, and the last send stays as it was
             ps.setObject(2, sentAgo, java.sql.Types.BIGINT);
-            ps.setObject(3, sentAgo, java.sql.Types.BIGINT);
-            ps.setObject(4, recheck, java.sql.Types.BIGINT);
-            ps.setString(5, release.pendingPaymentIntentId());
-            ps.setBoolean(6, release.pendingPaymentIntentId() != null);
-            ps.setString(7, holder.id());
-            ps.setInt(8, holder.leaseGeneration());
-            ps.setString(9, holder.clientId());
+            ps.setObject(3, recheck, java.sql.Types.BIGINT);
+            ps.setString(4, release.pendingPaymentIntentId());
+            ps.setBoolean(5, release.pendingPaymentIntentId() != null);
+            ps.setString(6, holder.id());
+            ps.setInt(7, holder.leaseGeneration());
+            ps.setString(8, holder.clientId());
         }) == 1;
     }
 

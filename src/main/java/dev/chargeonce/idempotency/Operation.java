@@ -69,9 +69,16 @@ public enum Operation {
     }
 
     /** The states' order in SQL: a state only moves to a higher rank, never out of a final one. */
+    /** A Stripe state's rank (0: unknown): a state moves only to a higher one. */
+    int rank(String state) {
+        return ranks.getOrDefault(state, 0);
+    }
+
     String rankSql(String expression) {
-        return ranks.entrySet().stream().map(e -> "WHEN '" + e.getKey() + "' THEN " + e.getValue())
-                .collect(Collectors.joining(" ", "CASE " + expression + " ", " ELSE 0 END"));
+        // A searched CASE, not "CASE expression WHEN ...": Citus 13.2 rewrites a simple CASE on a parameter wrongly
+        // in an UPDATE's WHERE ("operator does not exist: text = boolean" on the worker).
+        return ranks.entrySet().stream().map(e -> "WHEN " + expression + " = '" + e.getKey() + "' THEN " + e.getValue())
+                .collect(Collectors.joining(" ", "CASE ", " ELSE 0 END"));
     }
 
     String finalStatesSql() {

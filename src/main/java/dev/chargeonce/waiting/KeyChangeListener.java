@@ -39,6 +39,7 @@ public class KeyChangeListener {
 
     private final Map<String, Set<CompletableFuture<Void>>> waiters = new ConcurrentHashMap<>();
     private volatile boolean listening;
+    private volatile boolean triggersSend = true;
     private volatile boolean stopping;
     private volatile Connection connection;
     private Thread reader;
@@ -66,6 +67,15 @@ public class KeyChangeListener {
     /** Whether a notification would reach this instance now: waiting makes sense only then. */
     public boolean listening() {
         return listening;
+    }
+
+    /**
+     * Whether a row's move is notified at all: the wake-up triggers exist (V1.7.0). On Citus they do not (V1.15.0:
+     * they would fire on the worker holding the shard, whose listeners are not this instance), and a waiter looks at
+     * its row again on a back-off instead ({@link WaitThenReplay}). Read at every (re)connection.
+     */
+    public boolean movesNotified() {
+        return triggersSend;
     }
 
     /**
@@ -110,6 +120,13 @@ public class KeyChangeListener {
         while (!stopping) {
             try (Connection c = connect(); Statement s = c.createStatement()) {
                 s.execute("LISTEN " + CHANNEL);
+                try (var rs = s.executeQuery("SELECT count(*) FROM pg_trigger WHERE tgname IN"
+                        + " ('stripe_intents_wake_waiters', 'stripe_refunds_wake_waiters')")) {
+                    triggersSend = rs.next() && rs.getInt(1) == 2;
+                }
+                if (!triggersSend) {
+                    LOG.infof("no wake-up triggers in this database (Citus): waiting requests look at their row on a back-off");
+                }
                 connection = c;
                 listening = true;
                 backoffMillis = 200;

