@@ -120,8 +120,10 @@ public class KeyChangeListener {
         while (!stopping) {
             try (Connection c = connect(); Statement s = c.createStatement()) {
                 s.execute("LISTEN " + CHANNEL);
-                try (var rs = s.executeQuery("SELECT count(*) FROM pg_trigger WHERE tgname IN"
-                        + " ('stripe_intents_wake_waiters', 'stripe_refunds_wake_waiters')")) {
+                // the tables the service's statements name (its search path), not a copy of the schema elsewhere
+                try (var rs = s.executeQuery("SELECT count(*) FROM pg_trigger WHERE"
+                        + " (tgrelid, tgname) IN (('stripe_intents'::regclass, 'stripe_intents_wake_waiters'),"
+                        + " ('stripe_refunds'::regclass, 'stripe_refunds_wake_waiters'))")) {
                     triggersSend = rs.next() && rs.getInt(1) == 2;
                 }
                 if (!triggersSend) {
