@@ -126,6 +126,24 @@ wait_http() { # wait_http <url> <seconds> <pid> [any]: until the URL answers 2xx
 
 sha256_hex() { printf '%s' "$1" | sha256sum | awk '{print $1}'; }
 
+# start_chargeonce <log> <http port> <management port> <database port> <stripe port> <client>:<api key> <key secret>
+#                  [JVM options...]: the packaged service ($SERVICE_JAR, default target/quarkus-app/quarkus-run.jar)
+# on loopback as the scripts run it: database chargeonce on 127.0.0.1:<database port>, the Stripe stand-in, one
+# client, key-hash version 1 under <key secret>, reconciliation and the Events API catch-up off (both page through
+# the stand-in's lists, which it walks from the start for every page). Sets LAST_PID; does not wait for it.
+start_chargeonce() {
+  local logfile="$1" http="$2" management="$3" db="$4" stripe="$5" client="$6" secret="$7"; shift 7
+  start_bg "$logfile" java "$@" -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$http" \
+    -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$management" \
+    -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$db/chargeonce" \
+    -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
+    -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$stripe" \
+    -Dchargeonce.auth.clients="${client%%:*}:$(sha256_hex "${client#*:}")" -Dquarkus.log.console.json.enabled=false \
+    -Dchargeonce.idempotency.key-hash-version=1 -Dchargeonce.idempotency.key-hash-secrets="1:$secret" \
+    -Dchargeonce.reconciliation.enabled=false -Dchargeonce.webhooks.catch-up-enabled=false \
+    -jar "${SERVICE_JAR:-target/quarkus-app/quarkus-run.jar}"
+}
+
 cleanup_started() {
   local pid
   for pid in "${STARTED_PIDS[@]}"; do

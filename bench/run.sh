@@ -141,15 +141,8 @@ stripe_reset() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/reset
 # of both cores, and the run measured the stand-in. Against Stripe they cost API calls and reads of the service's own
 # rows, on their own schedule, not per request.
 log "chargeonce on :$SVC_PORT (management interface :$SVC_MANAGEMENT_PORT)"
-start_bg "$OUT/service.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$SVC_PORT" \
-  -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$SVC_MANAGEMENT_PORT" \
-  -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$PG_PORT/chargeonce" \
-  -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
-  -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" \
-  -Dchargeonce.auth.clients="bench:$(sha256_hex "$API_KEY")" -Dquarkus.log.console.json.enabled=false \
-  -Dchargeonce.idempotency.key-hash-version=1 -Dchargeonce.idempotency.key-hash-secrets="1:$KEY_SECRET" \
-  -Dchargeonce.reconciliation.enabled=false -Dchargeonce.webhooks.catch-up-enabled=false \
-  -jar "$SERVICE_JAR"
+start_chargeonce "$OUT/service.log" "$SVC_PORT" "$SVC_MANAGEMENT_PORT" "$PG_PORT" "$STRIPE_PORT" "bench:$API_KEY" \
+  "$KEY_SECRET" $SERVICE_JVM
 SVC_PID=$LAST_PID
 wait_http "http://127.0.0.1:$SVC_MANAGEMENT_PORT/q/health/ready" 90 "$SVC_PID" || die "service did not start, see $OUT/service.log"
 

@@ -65,14 +65,7 @@ declare -A SVC_PORT
 start_service() { # start_service <engine> <database port>: the service on it (its migrations distribute on Citus)
   local engine="$1" db="$2" port management
   port=$(free_port); management=$(free_port)
-  start_bg "$OUT/service-$engine.log" java -Xmx256m -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$port" \
-    -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$management" \
-    -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$db/chargeonce" \
-    -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
-    -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$STRIPE" \
-    -Dchargeonce.auth.clients="bench:$(sha256_hex "$API_KEY")" -Dquarkus.log.console.json.enabled=false \
-    -Dchargeonce.idempotency.key-hash-version=1 -Dchargeonce.idempotency.key-hash-secrets="1:$KEY_SECRET" \
-    -Dchargeonce.reconciliation.enabled=false -Dchargeonce.webhooks.catch-up-enabled=false -jar "$SERVICE_JAR"
+  start_chargeonce "$OUT/service-$engine.log" "$port" "$management" "$db" "$STRIPE" "bench:$API_KEY" "$KEY_SECRET" -Xmx256m
   wait_http "http://127.0.0.1:$management/q/health/ready" 120 "$LAST_PID" || die "the service on $engine did not start: $OUT/service-$engine.log"
   SVC_PORT[$engine]=$port
 }

@@ -20,15 +20,7 @@ wait_http "http://127.0.0.1:$S/_sandbox/stats" 30 "$LAST_PID" || die "sandbox"
 API_KEY=sk_smoke_$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 SECRET=$(head -c 32 /dev/urandom | base64)
 svc() {
-  start_bg "$WORK_DIR/service-$1.log" java -Xmx512m -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$P" \
-    -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$M" \
-    -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$C/chargeonce" \
-    -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
-    -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$S" \
-    -Dchargeonce.auth.clients="smoke:$(sha256_hex "$API_KEY")" -Dquarkus.log.console.json.enabled=false \
-    -Dchargeonce.idempotency.key-hash-version=1 -Dchargeonce.idempotency.key-hash-secrets="1:$SECRET" \
-    -Dchargeonce.reconciliation.enabled=false -Dchargeonce.webhooks.catch-up-enabled=false \
-    -jar target/quarkus-app/quarkus-run.jar
+  start_chargeonce "$WORK_DIR/service-$1.log" "$P" "$M" "$C" "$S" "smoke:$API_KEY" "$SECRET" -Xmx512m
   SVC=$LAST_PID
   wait_http "http://127.0.0.1:$M/q/health/ready" 90 "$SVC" || { tail -30 "$WORK_DIR/service-$1.log"; die "service $1"; }
 }
