@@ -60,27 +60,31 @@ public final class ServiceProcess implements AutoCloseable {
             } catch (IllegalStateException e) {
                 service.close();
                 // A port found free here was taken before the service bound it: on a machine whose ephemeral range
-                // reaches below the ports handed out here, an outgoing connection's local end can take it. New
-                // ports then, not a failed test; anything else the start logged fails the test as it is.
+                // reaches below the ports handed out here, an outgoing connection's local end can take it. Or the
+                // database handed no connection to the start's migration within the pool's acquisition timeout (3
+                // s), on a machine loaded by other suites. Start again (new ports), not a failed test; anything else
+                // the start logged fails the test as it is.
                 String log = service.log();
-                if (attempt == 3 || !PORT_TAKEN.matcher(log).find()) {
+                java.util.regex.Matcher cause = START_AGAIN.matcher(log);
+                if (attempt == 3 || !cause.find()) {
                     throw e;
                 }
                 try {
                     Files.move(Path.of("target", "process-logs", name + "-1.log"),
-                            Path.of("target", "process-logs", name + "-port-taken-" + attempt + ".log"),
+                            Path.of("target", "process-logs", name + "-start-failed-" + attempt + ".log"),
                             java.nio.file.StandardCopyOption.REPLACE_EXISTING);
                 } catch (IOException moveFailed) {
                     // the next start overwrites it: the message below says what it was
                 }
-                System.err.println(name + ": a port was taken before the service bound it, starting on new ports: "
+                System.err.println(name + ": the start failed (" + cause.group() + "), starting again on new ports: "
                         + e.getMessage());
             }
         }
     }
 
-    private static final java.util.regex.Pattern PORT_TAKEN =
-            java.util.regex.Pattern.compile("QuarkusBindException|Address already in use|seems to be in use");
+    private static final java.util.regex.Pattern START_AGAIN = java.util.regex.Pattern.compile(
+            "QuarkusBindException|Address already in use|seems to be in use"
+            + "|FlywaySqlUnableToConnectToDbException.*Acquisition timeout while waiting for new connection");
 
     /**
      * Starts the service with a configuration it must refuse, and returns what it logged before it exited. Fails if
