@@ -191,6 +191,9 @@ public class KeyChangeListener {
                 config.getOptionalValue(name, String.class).ifPresent(v -> properties.setProperty(name.substring(prefix.length()), v));
             }
         }
+        // Its reads wait up to 5 s for a notification by design: the pool's read watchdog (socketFactory) is not for it.
+        properties.remove("socketFactory");
+        properties.remove("watchedReadLimit");
         properties.setProperty("connectTimeout", "3");
         properties.setProperty("socketTimeout", "15");
         properties.setProperty("tcpKeepAlive", "true");

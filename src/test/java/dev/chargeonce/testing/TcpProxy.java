@@ -24,6 +24,7 @@ public final class TcpProxy implements AutoCloseable {
     private final AtomicLong connectionsAccepted = new AtomicLong();
     private final AtomicLong bytesToTarget = new AtomicLong();
     private volatile boolean cut;
+    private volatile boolean silent;
     private volatile boolean closed;
 
     public TcpProxy(int targetPort) throws IOException {
@@ -57,7 +58,22 @@ public final class TcpProxy implements AutoCloseable {
     }
 
     public void restore() {
+        if (silent) {
+            // What was sent into the silence is gone: the connections it hung are dead, as after a partition that
+            // outlived TCP's patience. Closed here, so that nothing half-delivered reaches either side later.
+            cut();
+            silent = false;
+        }
         cut = false;
+    }
+
+    /**
+     * The database stops answering without closing anything (a network partition, a frozen host): open connections
+     * stay open, and every byte either side sends is read by the proxy and dropped; new connections are accepted and
+     * hear nothing. Only a timeout of the client notices. {@link #restore()} closes the connections it hung.
+     */
+    public void silence() {
+        silent = true;
     }
 
     /**
@@ -98,6 +114,9 @@ public final class TcpProxy implements AutoCloseable {
         try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
             int n;
             while (!cut && (n = in.read(buffer)) >= 0) {
+                if (silent) {
+                    continue; // dropped, as a partition drops it
+                }
                 bytes.addAndGet(n);
                 out.write(buffer, 0, n);
                 out.flush();
