@@ -617,14 +617,27 @@ public class BenchTool {
             out.println("| run | requests/s | p50 ms | p99 ms | service JVM | pass-through JVM | Stripe stand-in | PostgreSQL |");
             out.println("|---|---:|---:|---:|---:|---:|---:|---:|");
             List<String> names = new ArrayList<>();
-            for (int round = 1; round <= 2; round++) {
-                names.addAll(List.of("f-svc-new-" + round, "f-pt-new-" + round, "f-svc-replay-" + round));
+            int rounds = 0;
+            while (Files.exists(dir.resolve("f-svc-new-" + (rounds + 1) + ".json"))) {
+                rounds++;
+                names.addAll(List.of("f-svc-new-" + rounds, "f-pt-new-" + rounds, "f-vs-new-" + rounds, "f-svc-replay-" + rounds,
+                        "f-vs-replay-" + rounds));
             }
+            // The --versus-jar service's runs (f-vs-*) show its JVM in the service column, marked "(versus)".
+            Map<String, double[]> perRequest = new LinkedHashMap<>();
             for (String name : names) {
+                if (!Files.exists(dir.resolve(name + ".json"))) {
+                    continue;
+                }
                 Run r = wrk(name);
                 double[] c = cpuPerRequest(name, r);
-                out.printf(Locale.ROOT, "| %s | %s | %s | %s | %s |%n", name, rate(r.rate()), ms(r.p50()), ms(r.p99()),
-                        c == null ? "– | – | – | –" : String.format(Locale.ROOT, "%.3f | %.3f | %.3f | %.3f", c[0], c[1], c[2], c[3]));
+                boolean versus = name.startsWith("f-vs-");
+                if (c != null && versus) {
+                    c = new double[]{c.length > 4 ? c[4] : Double.NaN, c[1], c[2], c[3]};
+                }
+                perRequest.put(name, c);
+                out.printf(Locale.ROOT, "| %s%s | %s | %s | %s | %s |%n", name, versus ? " (versus)" : "", rate(r.rate()), ms(r.p50()),
+                        ms(r.p99()), c == null ? "– | – | – | –" : String.format(Locale.ROOT, "%.3f | %.3f | %.3f | %.3f", c[0], c[1], c[2], c[3]));
             }
             for (String name : List.of("f-pgb-pair-1", "f-pgb-before-pair-1", "f-pgb-pair-2", "f-pgb-before-pair-2",
                     "f-pgb-replay-1", "f-pgb-before-replay-1", "f-pgb-replay-2", "f-pgb-before-replay-2")) {
@@ -636,9 +649,33 @@ public class BenchTool {
             out.println();
             out.println("CPU in ms per request (per transaction for pgbench), from /proc/<pid>/stat over each run; \"before\": the");
             out.println("statements of main as of 71fb6c2 (bench/sql/before/), on the same database in the same run.");
+            if (perRequest.keySet().stream().anyMatch(n -> n.startsWith("f-vs-"))) {
+                out.println();
+                out.println("This build against the --versus-jar build, mean of the rounds (ms of CPU per request):");
+                out.println();
+                out.println("| | this build | versus | this ÷ versus |");
+                out.println("|---|---:|---:|---:|");
+                for (String[] row : List.of(new String[]{"service JVM per new charge", "f-svc-new-", "f-vs-new-", "0"},
+                        new String[]{"service JVM per replay", "f-svc-replay-", "f-vs-replay-", "0"},
+                        new String[]{"PostgreSQL per new charge", "f-svc-new-", "f-vs-new-", "3"},
+                        new String[]{"PostgreSQL per replay", "f-svc-replay-", "f-vs-replay-", "3"})) {
+                    int column = Integer.parseInt(row[3]);
+                    double mine = mean(perRequest, row[1], column);
+                    double theirs = mean(perRequest, row[2], column);
+                    out.printf(Locale.ROOT, "| %s | %.3f | %.3f | %s |%n", row[0], mine, theirs, ratio(mine, theirs));
+                }
+                double pt = mean(perRequest, "f-pt-new-", 1);
+                out.printf(Locale.ROOT, "| service JVM per new charge ÷ pass-through's (%.3f) | %s | %s | |%n", pt,
+                        ratio(mean(perRequest, "f-svc-new-", 0), pt), ratio(mean(perRequest, "f-vs-new-", 0), pt));
+            }
         }
 
-        /** CPU ms per request of a wrk run: {service, pass-through, Stripe stand-in, PostgreSQL}, or null. */
+        static double mean(Map<String, double[]> perRequest, String prefix, int column) {
+            return perRequest.entrySet().stream().filter(e -> e.getKey().startsWith(prefix) && e.getValue() != null)
+                    .mapToDouble(e -> e.getValue()[column]).average().orElse(Double.NaN);
+        }
+
+        /** CPU ms per request of a wrk run: {service, pass-through, Stripe stand-in, PostgreSQL, versus service}, or null. */
         double[] cpuPerRequest(String name, Run run) {
             try {
                 Path p = dir.resolve(name + ".cpu");

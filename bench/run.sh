@@ -12,6 +12,10 @@
 #   --focus        after the warm-up, only the cost of exactly-once: new charges (service, pass-through) and
 #                  replays at concurrency 32, with CPU per request of each process, then stop (a few minutes)
 #   --service-jar J  measure another build of the service (its quarkus-run.jar), e.g. an earlier commit's
+#   --versus-jar J with --focus: also start that build of the service beside this one (same database, same stand-in)
+#                  and measure both in the same rounds, interleaved: a change's effect without the drift between runs
+#   --rounds N     with --focus: rounds of measurements (default 2)
+#   SERVICE_OPTS   (environment) more JVM options for the service only, e.g. a setting to compare
 #   --soak D       only new charges at concurrency 16 for D (e.g. 15m) against a PostgreSQL with default settings,
 #                  minute by minute: throughput, latency, CPU per charge, WAL per charge, the service's memory and the
 #                  table's size; soak.md and soak.svg in the results
@@ -31,6 +35,8 @@ PROFILE=0
 FOCUS=0
 SOAK_MINUTES=0
 SERVICE_JAR_ARG=""
+VERSUS_JAR=""
+ROUNDS=2
 WITH_10M=0
 QUICK=0
 OUT=""
@@ -44,7 +50,9 @@ while [ $# -gt 0 ]; do
     --focus) FOCUS=1; shift ;;
     --soak) SOAK_MINUTES="${2%m}"; shift 2 ;;
     --service-jar) SERVICE_JAR_ARG="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --versus-jar) VERSUS_JAR="$2"; shift 2 ;;
+    --rounds) ROUNDS="$2"; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -99,6 +107,7 @@ fi
 # ---- processes ------------------------------------------------------------------------------------------------
 PG_PORT=$(free_port); STRIPE_PORT=$(free_port); SVC_PORT=$(free_port); PT_PORT=$(free_port)
 SVC_MANAGEMENT_PORT=$(free_port)   # the service's health and metrics: its management interface
+VS_PORT=$(free_port); VS_MANAGEMENT_PORT=$(free_port)   # --versus-jar's service
 log "PostgreSQL 15 on 127.0.0.1:$PG_PORT (work dir $WORK_DIR)"
 PG_EXTRA=()
 # --focus also counts the statements each request makes PostgreSQL run (pg_stat_statements: a little CPU of its own)
@@ -142,9 +151,18 @@ stripe_reset() { curl -fsS -X POST "http://127.0.0.1:$STRIPE_PORT/_sandbox/reset
 # rows, on their own schedule, not per request.
 log "chargeonce on :$SVC_PORT (management interface :$SVC_MANAGEMENT_PORT)"
 start_chargeonce "$OUT/service.log" "$SVC_PORT" "$SVC_MANAGEMENT_PORT" "$PG_PORT" "$STRIPE_PORT" "bench:$API_KEY" \
-  "$KEY_SECRET" $SERVICE_JVM
+  "$KEY_SECRET" $SERVICE_JVM ${SERVICE_OPTS:-}
 SVC_PID=$LAST_PID
 wait_http "http://127.0.0.1:$SVC_MANAGEMENT_PORT/q/health/ready" 90 "$SVC_PID" || die "service did not start, see $OUT/service.log"
+VS_PID=$$ # without --versus-jar its CPU column reads the script's own (0)
+if [ -n "$VERSUS_JAR" ]; then
+  [ "$FOCUS" = 1 ] || die "--versus-jar is for --focus"
+  log "versus: chargeonce built at $VERSUS_JAR on :$VS_PORT (management interface :$VS_MANAGEMENT_PORT)"
+  SERVICE_JAR="$VERSUS_JAR" start_chargeonce "$OUT/versus.log" "$VS_PORT" "$VS_MANAGEMENT_PORT" "$PG_PORT" "$STRIPE_PORT" \
+    "bench:$API_KEY" "$KEY_SECRET" $SERVICE_JVM
+  VS_PID=$LAST_PID
+  wait_http "http://127.0.0.1:$VS_MANAGEMENT_PORT/q/health/ready" 90 "$VS_PID" || die "versus service did not start, see $OUT/versus.log"
+fi
 
 if [ "$SOAK_MINUTES" -eq 0 ]; then
   log "pass-through baseline on :$PT_PORT"
@@ -162,11 +180,12 @@ RUN_ID=$(date +%s)
 CLK_TCK=$(getconf CLK_TCK)
 PG_POSTMASTER=$(head -1 "$WORK_DIR/pg/postmaster.pid")
 proc_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-cpu_snapshot() { # CPU ticks used so far by: service, pass-through, Stripe stand-in, PostgreSQL (postmaster + backends)
+cpu_snapshot() { # CPU ticks used so far by: service, pass-through, Stripe stand-in, PostgreSQL (postmaster + backends),
+                 # the --versus-jar service
   local pg child
   pg=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$PG_POSTMASTER/stat")
   for child in $(ps -o pid= --ppid "$PG_POSTMASTER"); do pg=$(( pg + $(proc_cpu_ticks "$child") )); done
-  echo "$(proc_cpu_ticks "$SVC_PID") $(proc_cpu_ticks "$PT_PID") $(proc_cpu_ticks "$STRIPE_PID") $pg"
+  echo "$(proc_cpu_ticks "$SVC_PID") $(proc_cpu_ticks "$PT_PID") $(proc_cpu_ticks "$STRIPE_PID") $pg $(proc_cpu_ticks "$VS_PID")"
 }
 wrk_measure() { # wrk_measure <result name> <port> <connections> <seconds> <lua script> [script arguments...]
   local name="$1" port="$2" c="$3" d="$4" script="$5"; shift 5
@@ -340,6 +359,11 @@ WARMUP=$(( QUICK == 1 ? 5 : 30 ))
 wrk_run warmup-svc "$SVC_PORT" 16 "$WARMUP" new
 wrk_run warmup-svc-replay "$SVC_PORT" 16 "$(( WARMUP / 3 ))" replay $(( REPLAY_POOL / 10 ))
 wrk_run warmup-svc-mix "$SVC_PORT" 64 "$(( WARMUP / 3 ))" mix
+if [ -n "$VERSUS_JAR" ]; then
+  wrk_run warmup-vs "$VS_PORT" 16 "$WARMUP" new
+  wrk_run warmup-vs-replay "$VS_PORT" 16 "$(( WARMUP / 3 ))" replay $(( REPLAY_POOL / 10 ))
+  wrk_run warmup-vs-mix "$VS_PORT" 64 "$(( WARMUP / 3 ))" mix
+fi
 wrk_run warmup-pt "$PT_PORT" 16 "$WARMUP" new
 stripe_reset 0
 refund_pool warmup-refunds $(( 1000 * WARMUP )) svc
@@ -382,14 +406,16 @@ if [ "$FOCUS" = 1 ]; then
     psql_at "$PG_PORT" chargeonce -At -F' | ' -c "SELECT calls, round(total_exec_time::numeric, 1), rows, wal_records, wal_fpi,
         regexp_replace(left(query, 160), '\s+', ' ', 'g') FROM pg_stat_statements ORDER BY calls DESC LIMIT 25" >"$1"
   }
-  for round in 1 2; do
+  for round in $(seq 1 "$ROUNDS"); do
     psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
     stripe_reset 0; wrk_run "f-svc-new-$round" "$SVC_PORT" 32 "$DURATION" new
     statements "$OUT/f-svc-new-$round.statements"
     stripe_reset 0; wrk_run "f-pt-new-$round" "$PT_PORT" 32 "$DURATION" new
+    [ -n "$VERSUS_JAR" ] && { stripe_reset 0; wrk_run "f-vs-new-$round" "$VS_PORT" 32 "$DURATION" new; }
     psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
     wrk_run "f-svc-replay-$round" "$SVC_PORT" 32 "$DURATION" replay $(( REPLAY_POOL / 10 ))
     statements "$OUT/f-svc-replay-$round.statements"
+    [ -n "$VERSUS_JAR" ] && wrk_run "f-vs-replay-$round" "$VS_PORT" 32 "$DURATION" replay $(( REPLAY_POOL / 10 ))
   done
   for round in 1 2; do # today's statements and those before issue 14, interleaved
     pgbench_run "f-pgb-pair-$round" claim_finish.sql 16 "$DURATION"
