@@ -6,6 +6,7 @@ import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.waiting.PreferWait;
 import dev.chargeonce.waiting.WaitThenReplay;
 import dev.chargeonce.web.BodyLimitFilter;
+import dev.chargeonce.web.VirtualThreadAnswers;
 import io.smallrye.common.annotation.RunOnVirtualThread;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.GET;
@@ -18,6 +19,7 @@ import jakarta.ws.rs.container.ContainerRequestContext;
 import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
+import java.util.concurrent.CompletionStage;
 
 /**
  * The HTTP edge: authenticate (a filter did), check the envelope, hand over. Blocking work runs on virtual
@@ -30,18 +32,23 @@ public class ChargeResource {
     private final ChargeService charges;
     private final ChargeQueries queries;
     private final WaitThenReplay waiting;
+    private final VirtualThreadAnswers virtualThreads;
 
-    ChargeResource(ChargeService charges, ChargeQueries queries, WaitThenReplay waiting) {
+    ChargeResource(ChargeService charges, ChargeQueries queries, WaitThenReplay waiting, VirtualThreadAnswers virtualThreads) {
         this.charges = charges;
         this.queries = queries;
         this.waiting = waiting;
+        this.virtualThreads = virtualThreads;
     }
 
+    /**
+     * On the event loop, once Quarkus read the body: the envelope is checked here (a refusal costs no thread), the
+     * claim, the Stripe call and the finish run on a virtual thread ({@link VirtualThreadAnswers}).
+     */
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
-    @RunOnVirtualThread
-    public Response create(@Context ContainerRequestContext request,
-                           @HeaderParam(IdempotencyKey.HEADER) String idempotencyKey, byte[] body) {
+    public CompletionStage<Response> create(@Context ContainerRequestContext request,
+                                            @HeaderParam(IdempotencyKey.HEADER) String idempotencyKey, byte[] body) {
         if (body != null && body.length > BodyLimitFilter.MAX_BODY_BYTES) {
             throw BodyLimitFilter.tooLarge();
         }
@@ -49,7 +56,8 @@ public class ChargeResource {
         ChargeRequest charge = ChargeRequestParser.parse(body == null ? new byte[0] : body);
         String clientId = ApiKeyFilter.clientId(request);
         int wait = PreferWait.seconds(request.getHeaders().get(PreferWait.HEADER));
-        return waiting.answer(Operation.CHARGE, clientId, wait, () -> charges.charge(clientId, key, charge)).toResponse(idempotencyKey);
+        return virtualThreads.answer(() -> waiting.answer(Operation.CHARGE, clientId, wait, () -> charges.charge(clientId, key, charge))
+                .toResponse(idempotencyKey));
     }
 
     @GET

@@ -7,6 +7,7 @@ import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.waiting.PreferWait;
 import dev.chargeonce.waiting.WaitThenReplay;
 import dev.chargeonce.web.BodyLimitFilter;
+import dev.chargeonce.web.VirtualThreadAnswers;
 import io.smallrye.common.annotation.RunOnVirtualThread;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.GET;
@@ -19,6 +20,7 @@ import jakarta.ws.rs.container.ContainerRequestContext;
 import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
+import java.util.concurrent.CompletionStage;
 
 /** A charge's refunds: make one ({@code Idempotency-Key} required, as for charges), list them. */
 @Path("/v1/charges/{id}/refunds")
@@ -28,18 +30,21 @@ public class ChargeRefundsResource {
     private final RefundService refunds;
     private final RefundQueries queries;
     private final WaitThenReplay waiting;
+    private final VirtualThreadAnswers virtualThreads;
 
-    ChargeRefundsResource(RefundService refunds, RefundQueries queries, WaitThenReplay waiting) {
+    ChargeRefundsResource(RefundService refunds, RefundQueries queries, WaitThenReplay waiting,
+                          VirtualThreadAnswers virtualThreads) {
         this.refunds = refunds;
         this.queries = queries;
         this.waiting = waiting;
+        this.virtualThreads = virtualThreads;
     }
 
+    /** As a charge ({@code ChargeResource#create}): the envelope on the event loop, the refund on a virtual thread. */
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
-    @RunOnVirtualThread
-    public Response create(@Context ContainerRequestContext request, @PathParam("id") String chargeId,
-                           @HeaderParam(IdempotencyKey.HEADER) String idempotencyKey, byte[] body) {
+    public CompletionStage<Response> create(@Context ContainerRequestContext request, @PathParam("id") String chargeId,
+                                            @HeaderParam(IdempotencyKey.HEADER) String idempotencyKey, byte[] body) {
         if (body != null && body.length > BodyLimitFilter.MAX_BODY_BYTES) {
             throw BodyLimitFilter.tooLarge();
         }
@@ -47,7 +52,8 @@ public class ChargeRefundsResource {
         RefundRequest refund = RefundRequest.parse(body == null ? new byte[0] : body);
         String clientId = ApiKeyFilter.clientId(request);
         int wait = PreferWait.seconds(request.getHeaders().get(PreferWait.HEADER));
-        return waiting.answer(Operation.REFUND, clientId, wait, () -> refunds.refund(clientId, chargeId, key, refund)).toResponse(idempotencyKey);
+        return virtualThreads.answer(() -> waiting.answer(Operation.REFUND, clientId, wait,
+                () -> refunds.refund(clientId, chargeId, key, refund)).toResponse(idempotencyKey));
     }
 
     @GET

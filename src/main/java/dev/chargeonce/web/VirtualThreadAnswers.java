@@ -1,0 +1,35 @@
+package dev.chargeonce.web;
+
+import io.quarkus.virtual.threads.VirtualThreads;
+import jakarta.inject.Singleton;
+import jakarta.ws.rs.core.Response;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutorService;
+import java.util.function.Supplier;
+
+/**
+ * The answer of a request that must block (the database, Stripe), worked out on a virtual thread of its own, for an
+ * endpoint that returns a {@link CompletionStage} and so runs on the event loop.
+ *
+ * <p>Why not {@code @RunOnVirtualThread}: Quarkus REST reads the body of a blocking endpoint on the endpoint's own
+ * thread, and a virtual thread waits for the event loop to hand it the bytes (a timed wait: a task scheduled and
+ * cancelled on the JDK's {@code DelayScheduler}, the thread parked and woken). A non-blocking endpoint has its body read
+ * on the event loop before it is called; the endpoint checks the envelope there (CPU only) and only the work that blocks
+ * starts a virtual thread, from the same context-preserving executor {@code @RunOnVirtualThread} uses (the request's
+ * Vert.x context, hence its log MDC). The profiles of issue 14 (README, "The cost of exactly-once") measure it.
+ */
+@Singleton
+public class VirtualThreadAnswers {
+
+    private final ExecutorService virtualThreads;
+
+    VirtualThreadAnswers(@VirtualThreads ExecutorService virtualThreads) {
+        this.virtualThreads = virtualThreads;
+    }
+
+    /** {@code work} on a virtual thread; what it throws is mapped as if the endpoint had thrown it. */
+    public CompletionStage<Response> answer(Supplier<Response> work) {
+        return CompletableFuture.supplyAsync(work, virtualThreads);
+    }
+}
