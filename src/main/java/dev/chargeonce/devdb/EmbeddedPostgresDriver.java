@@ -40,7 +40,27 @@ public final class EmbeddedPostgresDriver implements Driver {
 
     @Override
     public Connection connect(String url, Properties info) throws SQLException {
-        return acceptsURL(url) ? postgresql.connect(resolve(url), info) : null;
+        return acceptsURL(url) ? postgresql.connect(resolve(url), withoutAppSocketFactory(info)) : null;
+    }
+
+    /**
+     * In dev mode PostgreSQL's driver is loaded by Quarkus's base class loader, which cannot see the application's
+     * classes, and it loads a {@code socketFactory} with its own class loader only: the read watchdog of the prod
+     * configuration ({@code dev.chargeonce.jdbc.WatchedSocketFactory}) cannot be instantiated there, and no
+     * connection could be opened. Dev mode bounds a read with pgjdbc's own {@code socketTimeout} instead, the same
+     * limit (a timer per read, which only costs CPU).
+     */
+    static Properties withoutAppSocketFactory(Properties info) {
+        String factory = info.getProperty("socketFactory");
+        if (factory == null || !factory.startsWith("dev.chargeonce.")) {
+            return info;
+        }
+        Properties copy = new Properties();
+        copy.putAll(info);
+        copy.remove("socketFactory");
+        Object limit = copy.remove("watchedReadLimit");
+        copy.setProperty("socketTimeout", limit == null ? "10" : String.valueOf(Math.max(1, Math.round(Double.parseDouble(limit.toString())))));
+        return copy;
     }
 
     /** True for {@value #URL} (and starts the server) and for every URL PostgreSQL's driver takes. */
