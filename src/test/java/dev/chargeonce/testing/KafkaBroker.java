@@ -68,9 +68,14 @@ public final class KafkaBroker implements AutoCloseable {
                     "share.coordinator.state.topic.replication.factor=1",
                     "group.initial.rebalance.delay.ms=0",
                     "") + "\n");
-            byte[] uuid = new byte[16];
-            new SecureRandom().nextBytes(uuid);
-            String clusterId = Base64.getUrlEncoder().withoutPadding().encodeToString(uuid);
+            // A random id as Kafka makes one (Uuid.randomUuid): never one that starts with '-', which the format
+            // tool's argument parser takes for an option (1 id in 64; it failed a CI run's Kafka chaos at start).
+            String clusterId;
+            do {
+                byte[] uuid = new byte[16];
+                new SecureRandom().nextBytes(uuid);
+                clusterId = Base64.getUrlEncoder().withoutPadding().encodeToString(uuid);
+            } while (clusterId.startsWith("-"));
             Process format = java(classpath, dir.resolve("format.log"), "kafka.tools.StorageTool", "format", "-t", clusterId,
                     "-c", properties.toString());
             if (!format.waitFor(120, TimeUnit.SECONDS) || format.exitValue() != 0) {
