@@ -20,6 +20,7 @@ import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.util.concurrent.CompletionStage;
+import org.jboss.resteasy.reactive.server.Cancellable;
 
 /**
  * The HTTP edge: authenticate (a filter did), check the envelope, hand over. Blocking work runs on virtual
@@ -47,6 +48,7 @@ public class ChargeResource {
      */
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
+    @Cancellable(false)
     public CompletionStage<Response> create(@Context ContainerRequestContext request,
                                             @HeaderParam(IdempotencyKey.HEADER) String idempotencyKey, byte[] body) {
         if (body != null && body.length > BodyLimitFilter.MAX_BODY_BYTES) {

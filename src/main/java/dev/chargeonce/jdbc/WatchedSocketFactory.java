@@ -64,7 +64,7 @@ public final class WatchedSocketFactory extends SocketFactory {
         if (!(seconds > 0)) {
             throw new IllegalArgumentException(READ_LIMIT + " must be more than 0 seconds, not '" + value + "'");
         }
-        return (long) (seconds * 1e9);
+        return Math.max(TimeUnit.MILLISECONDS.toNanos(1), (long) (seconds * 1e9));
     }
 
     /** Reads closed by the watchdog since the JVM started: each one a database that did not answer within its limit. */
@@ -205,11 +205,17 @@ public final class WatchedSocketFactory extends SocketFactory {
         private void run() {
             while (true) {
                 LockSupport.parkNanos(intervalNanos);
-                long now = System.nanoTime();
-                for (WatchedSocket socket : sockets) {
-                    if (socket.overdue(now)) {
-                        closeOverdue(socket);
+                try {
+                    long now = System.nanoTime();
+                    for (WatchedSocket socket : sockets) {
+                        if (socket.overdue(now)) {
+                            closeOverdue(socket);
+                        }
                     }
+                } catch (Throwable e) {
+                    // Whatever went wrong with one look (a log handler that threw), the watchdog must keep looking:
+                    // without it a silent database would hold reads for as long as TCP keeps the connection.
+                    LOG.debugf(e, "the database read watchdog's look failed; it looks again");
                 }
             }
         }

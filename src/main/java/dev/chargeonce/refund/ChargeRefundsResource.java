@@ -21,6 +21,7 @@ import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.util.concurrent.CompletionStage;
+import org.jboss.resteasy.reactive.server.Cancellable;
 
 /** A charge's refunds: make one ({@code Idempotency-Key} required, as for charges), list them. */
 @Path("/v1/charges/{id}/refunds")
@@ -43,6 +44,7 @@ public class ChargeRefundsResource {
     /** As a charge ({@code ChargeResource#create}): the envelope on the event loop, the refund on a virtual thread. */
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
+    @Cancellable(false)
     public CompletionStage<Response> create(@Context ContainerRequestContext request, @PathParam("id") String chargeId,
                                             @HeaderParam(IdempotencyKey.HEADER) String idempotencyKey, byte[] body) {
         if (body != null && body.length > BodyLimitFilter.MAX_BODY_BYTES) {

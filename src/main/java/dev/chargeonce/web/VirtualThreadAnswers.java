@@ -18,6 +18,11 @@ import java.util.function.Supplier;
  * on the event loop before it is called; the endpoint checks the envelope there (CPU only) and only the work that blocks
  * starts a virtual thread, from the same context-preserving executor {@code @RunOnVirtualThread} uses (the request's
  * Vert.x context, hence its log MDC). The profiles of issue 14 (README, "The cost of exactly-once") measure it.
+ *
+ * <p>Such an endpoint is {@code @Cancellable(false)}: a client that hangs up does not cancel the answer's future. Its
+ * work would go on regardless (cancelling a {@link CompletableFuture} interrupts nothing), and the request's context
+ * stays until the answer is written, as it did on a {@code @RunOnVirtualThread} endpoint. A body larger than
+ * {@code quarkus.rest.input-buffer-size} is read to its end on a worker thread, and the endpoint is called there.
  */
 @Singleton
 public class VirtualThreadAnswers {

@@ -12,6 +12,7 @@ import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletionStage;
+import org.jboss.resteasy.reactive.server.Cancellable;
 
 /**
  * {@code POST /v1/webhooks/stripe}: Stripe's events. No API key (Stripe signs instead): the signature is checked
@@ -37,6 +38,7 @@ public class WebhookResource {
     @POST
     @Consumes(MediaType.WILDCARD)
     @Produces(MediaType.APPLICATION_JSON)
+    @Cancellable(false)
     public CompletionStage<Response> receive(@HeaderParam("Stripe-Signature") String signature, byte[] body) {
         return virtualThreads.answer(() -> {
             String payload = new String(body == null ? new byte[0] : body, StandardCharsets.UTF_8);
