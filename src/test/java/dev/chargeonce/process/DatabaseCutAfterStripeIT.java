@@ -62,21 +62,9 @@ class DatabaseCutAfterStripeIT {
         assertEquals(503, during.status(), "the outcome could not be recorded: not final, retry: " + during.body());
         assertTrue(during.retryAfter() != null);
 
-        // While the database is away, retries are refused before any Stripe call.
-        long creates = env.stripe.createRequests();
-        ChargeClient.Answer whileDown = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(30));
-        assertEquals(503, whileDown.status());
-        assertEquals(creates, env.stripe.createRequests(), "no claim, no Stripe call");
-        assertEquals("processing", env.rowStatus(key));
-
+        retryIsRefusedBeforeStripeWhileTheDatabaseIsAway(key);
         env.databaseProxy.restore();
-        // The recovery worker (or a retry) re-sends the same Stripe key and records Stripe's answer.
-        assertEquals("completed", env.awaitRowStatus(key, "completed", Duration.ofSeconds(30)));
-        assertEquals(1, env.stripe.ledger().size(), "no second charge");
-
-        ChargeClient.Answer after = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(10));
-        assertEquals(201, after.status(), after.body());
-        assertTrue(after.body().contains(env.stripe.ledger().get(0).id()));
+        theRowCompletesWithTheOneChargeAndIsReplayed(key);
     }
 
     @Test
@@ -97,14 +85,22 @@ class DatabaseCutAfterStripeIT {
         // on the read the request would wait for the client's 60 s (generous for a loaded machine).
         assertTrue(answeredAfter.compareTo(Duration.ofSeconds(40)) < 0, "answered after " + answeredAfter);
 
-        // While it is silent, a retry is refused before any Stripe call.
+        retryIsRefusedBeforeStripeWhileTheDatabaseIsAway(key);
+        env.databaseProxy.restore();
+        theRowCompletesWithTheOneChargeAndIsReplayed(key);
+    }
+
+    /** While the database is cut or silent, a retry is refused (503) before any Stripe call. */
+    private void retryIsRefusedBeforeStripeWhileTheDatabaseIsAway(String key) throws Exception {
         long creates = env.stripe.createRequests();
-        ChargeClient.Answer whileSilent = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(60));
-        assertEquals(503, whileSilent.status(), whileSilent.body());
+        ChargeClient.Answer whileAway = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(60));
+        assertEquals(503, whileAway.status(), whileAway.body());
         assertEquals(creates, env.stripe.createRequests(), "no claim, no Stripe call");
         assertEquals("processing", env.rowStatus(key));
+    }
 
-        env.databaseProxy.restore();
+    /** Once it is back, the recovery worker (or a retry) re-sends the same Stripe key and records Stripe's answer. */
+    private void theRowCompletesWithTheOneChargeAndIsReplayed(String key) throws Exception {
         assertEquals("completed", env.awaitRowStatus(key, "completed", Duration.ofSeconds(30)));
         assertEquals(1, env.stripe.ledger().size(), "no second charge");
         ChargeClient.Answer after = client.post(service.uri("/v1/charges"), key, ChargeClient.VISA, Duration.ofSeconds(10));
