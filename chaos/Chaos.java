@@ -2168,6 +2168,17 @@ public class Chaos {
             List<LostRow> deleted = new ArrayList<>();
             List<Payment> owners = new ArrayList<>();
             try (Connection c = Audit.connect(variant)) {
+                // Counted before the DELETE: a row that finishes after the DELETE's snapshot and before a count taken
+                // after it would make "deleted nothing although N finished rows exist" a false alarm (a CI run saw
+                // it 2 s into the chaos, when the first burst of charges finished together). A finished row stays
+                // finished, so what this count sees, the DELETE sees too (unless a refund claims it meanwhile).
+                long finishedBefore;
+                try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
+                        "SELECT count(*) FROM stripe_intents WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation"
+                                + noRefunds)) {
+                    rs.next();
+                    finishedBefore = rs.getLong(1);
+                }
                 for (String filter : filters) {
                     try (java.sql.PreparedStatement ps = c.prepareStatement(
                             // by (client_id, id), and the refunds joined by their client too: one form for plain
@@ -2196,13 +2207,8 @@ public class Chaos {
                     }
                 }
                 if (deleted.isEmpty()) {
-                    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
-                            "SELECT count(*) FROM stripe_intents WHERE status IN ('completed', 'failed') AND NOT needs_reconciliation"
-                                    + noRefunds)) {
-                        rs.next();
-                        if (rs.getLong(1) > 0) {
-                            switchFailed("lost_commit deleted nothing although " + rs.getLong(1) + " finished rows exist");
-                        }
+                    if (finishedBefore > 0) {
+                        switchFailed("lost_commit deleted nothing although " + finishedBefore + " finished rows existed before it");
                     }
                     return false; // nothing finished yet: try again later
                 }
