@@ -4,6 +4,7 @@ import io.agroal.api.AgroalDataSource;
 import jakarta.enterprise.inject.Default;
 import io.micrometer.core.instrument.MeterRegistry;
 import dev.chargeonce.jdbc.WatchedSocketFactory;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Timer;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.sql.Connection;
@@ -587,7 +588,7 @@ public class IdempotencyStore {
                 .publishPercentileHistogram().register(metrics);
         // Reads the watchdog gave up on (a database that did not answer within watchedReadLimit): each one a statement
         // that failed as unavailable and a connection the pool dropped.
-        io.micrometer.core.instrument.FunctionCounter.builder("chargeonce.db.reads.closed", WatchedSocketFactory.class,
+        FunctionCounter.builder("chargeonce.db.reads.closed", WatchedSocketFactory.class,
                         type -> WatchedSocketFactory.readsClosed())
                 .description("database reads closed by the read watchdog after watchedReadLimit").register(metrics);
     }
