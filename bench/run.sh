@@ -8,14 +8,19 @@
 #   --quick        smoke run: 3 s per measurement (refunds included), growth up to 100k rows only
 #   --out DIR      where raw results and report.md go (default bench/results/<timestamp>)
 #   --profile      after the warm-up, profile the service with async-profiler (CPU and allocations, flame graphs
-#                  as HTML in the results) under new charges and under replays at concurrency 32, then stop
+#                  as HTML in the results) under new charges and under replays at concurrency 32, and its CPU under
+#                  scenario 4 (slow Stripe, the most requests in flight), then stop
 #   --focus        after the warm-up, only the cost of exactly-once: new charges (service, pass-through) and
 #                  replays at concurrency 32, with CPU per request of each process, then stop (a few minutes)
 #   --service-jar J  measure another build of the service (its quarkus-run.jar), e.g. an earlier commit's
 #   --versus-jar J with --focus: also start that build of the service beside this one (same database, same stand-in)
 #                  and measure both in the same rounds, interleaved: a change's effect without the drift between runs
-#   --rounds N     with --focus: rounds of measurements (default 2)
+#   --rounds N     with --focus or --slow: rounds of measurements (default 2)
+#   --slow         after the warm-up, only scenario 4 (slow Stripe) at its largest number in flight: service,
+#                  pass-through (and --versus-jar's build), with CPU per charge of each process and the statements
+#                  PostgreSQL ran, interleaved in rounds, then stop
 #   SERVICE_OPTS   (environment) more JVM options for the service only, e.g. a setting to compare
+#   VERSUS_OPTS    (environment) more JVM options for --versus-jar's service only (the same jar, another setting)
 #   --soak D       only new charges at concurrency 16 for D (e.g. 15m) against a PostgreSQL with default settings,
 #                  minute by minute: throughput, latency, CPU per charge, WAL per charge, the service's memory and the
 #                  table's size; soak.md and soak.svg in the results
@@ -32,6 +37,7 @@ source bench/lib.sh
 
 DURATION=10
 PROFILE=0
+SLOW_ONLY=0
 FOCUS=0
 SOAK_MINUTES=0
 SERVICE_JAR_ARG=""
@@ -48,6 +54,7 @@ while [ $# -gt 0 ]; do
     --out) OUT="$2"; shift 2 ;;
     --profile) PROFILE=1; shift ;;
     --focus) FOCUS=1; shift ;;
+    --slow) SLOW_ONLY=1; shift ;;
     --soak) SOAK_MINUTES="${2%m}"; shift 2 ;;
     --service-jar) SERVICE_JAR_ARG="$2"; shift 2 ;;
     --versus-jar) VERSUS_JAR="$2"; shift 2 ;;
@@ -111,7 +118,7 @@ VS_PORT=$(free_port); VS_MANAGEMENT_PORT=$(free_port)   # --versus-jar's service
 log "PostgreSQL 15 on 127.0.0.1:$PG_PORT (work dir $WORK_DIR)"
 PG_EXTRA=()
 # --focus also counts the statements each request makes PostgreSQL run (pg_stat_statements: a little CPU of its own)
-[ "$FOCUS" = 1 ] && PG_EXTRA+=("shared_preload_libraries = 'pg_stat_statements'" "pg_stat_statements.track = all")
+[ "$FOCUS" = 1 ] || [ "$SLOW_ONLY" = 1 ] && PG_EXTRA+=("shared_preload_libraries = 'pg_stat_statements'" "pg_stat_statements.track = all")
 if [ "$SOAK_MINUTES" -gt 0 ]; then
   # the soak: PostgreSQL as installed (its default settings), so that what decays with volume shows
   start_pg pg "$PG_PORT" "log_min_messages = warning"
@@ -122,7 +129,7 @@ fi
 psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce"
 # hmac() for the identities bench/sql computes (KeyIdentities: HMAC-SHA256 under the secret)
 psql_at "$PG_PORT" chargeonce -c "CREATE EXTENSION pgcrypto"
-[ "$FOCUS" = 1 ] && psql_at "$PG_PORT" chargeonce -c "CREATE EXTENSION pg_stat_statements"
+{ [ "$FOCUS" = 1 ] || [ "$SLOW_ONLY" = 1 ]; } && psql_at "$PG_PORT" chargeonce -c "CREATE EXTENSION pg_stat_statements"
 # The schema the statements before issue 14 ran on (bench/sql/before/): the migrations up to V1.7.0 (Flyway's
 # files never change once released), in a database of its own on the same server.
 psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce_before"
@@ -156,10 +163,10 @@ SVC_PID=$LAST_PID
 wait_http "http://127.0.0.1:$SVC_MANAGEMENT_PORT/q/health/ready" 90 "$SVC_PID" || die "service did not start, see $OUT/service.log"
 VS_PID=$$ # without --versus-jar its CPU column reads the script's own (0)
 if [ -n "$VERSUS_JAR" ]; then
-  [ "$FOCUS" = 1 ] || die "--versus-jar is for --focus"
+  [ "$FOCUS" = 1 ] || [ "$SLOW_ONLY" = 1 ] || die "--versus-jar is for --focus and --slow"
   log "versus: chargeonce built at $VERSUS_JAR on :$VS_PORT (management interface :$VS_MANAGEMENT_PORT)"
   SERVICE_JAR="$VERSUS_JAR" start_chargeonce "$OUT/versus.log" "$VS_PORT" "$VS_MANAGEMENT_PORT" "$PG_PORT" "$STRIPE_PORT" \
-    "bench:$API_KEY" "$KEY_SECRET" $SERVICE_JVM
+    "bench:$API_KEY" "$KEY_SECRET" $SERVICE_JVM ${VERSUS_OPTS:-}
   VS_PID=$LAST_PID
   wait_http "http://127.0.0.1:$VS_MANAGEMENT_PORT/q/health/ready" 90 "$VS_PID" || die "versus service did not start, see $OUT/versus.log"
 fi
@@ -380,12 +387,12 @@ if [ "$PROFILE" = 1 ]; then
     (cd "$PROFILER_DIR" && unzip -q -o async-profiler-4.1.jar 'linux-x64/*')
   fi
   AGENT="$PROFILER_DIR/linux-x64/libasyncProfiler.so"
-  profile() { # profile <name> <event> <mode> [replay rows]: one run of wrk on the service with the profiler attached
-    local name="$1" event="$2" mode="$3"
+  profile() { # profile <name> <event> <mode> [replay rows [concurrency [Stripe latency ms]]]: one run of wrk on the
+    local name="$1" event="$2" mode="$3"   # service with the profiler attached
     # (quoted inside: jcmd would read "start,event=..." as a named argument "start,event" and drop it)
     jcmd "$SVC_PID" JVMTI.agent_load "$AGENT" "\"start,event=$event,interval=1ms\"" >/dev/null
-    stripe_reset 0
-    wrk_run "$name" "$SVC_PORT" 32 "$DURATION" "$mode" "${4:-1000}"
+    stripe_reset "${6:-0}"
+    wrk_run "$name" "$SVC_PORT" "${5:-32}" "$DURATION" "$mode" "${4:-1000}"
     jcmd "$SVC_PID" JVMTI.agent_load "$AGENT" "\"dump,collapsed,file=$OUT/stacks-$name.txt\"" >/dev/null
     jcmd "$SVC_PID" JVMTI.agent_load "$AGENT" "\"stop,file=$OUT/flame-$name.html\"" >/dev/null
     [ -s "$OUT/flame-$name.html" ] || die "the profiler wrote no flame graph for $name"
@@ -396,6 +403,9 @@ if [ "$PROFILE" = 1 ]; then
   profile replays-cpu cpu replay $(( REPLAY_POOL / 10 ))
   profile charges-alloc alloc new
   profile replays-alloc alloc replay $(( REPLAY_POOL / 10 ))
+  log "profile: new charges against a slow Stripe ($SLOW_LATENCY_MS ms), ${SLOW_INFLIGHTS[-1]} in flight (scenario 4)"
+  profile slow-charges-cpu cpu new 1000 "${SLOW_INFLIGHTS[-1]}" "$SLOW_LATENCY_MS"
+  stripe_reset 0
   exit 0
 fi
 
@@ -424,6 +434,38 @@ if [ "$FOCUS" = 1 ]; then
     PGB_DB=chargeonce_before pgbench_run "f-pgb-before-replay-$round" before_replay.sql 16 "$DURATION" $(( REPLAY_POOL / 10 ))
   done
   java bench/BenchTool.java focus "$OUT" | tee "$OUT/focus.md"
+  exit 0
+fi
+
+# ---- slow (--slow): scenario 4 alone, where in-flight requests meet a slow Stripe ----------------------------------
+if [ "$SLOW_ONLY" = 1 ]; then
+  inflight=${SLOW_INFLIGHTS[-1]}
+  SLOW_D=$(( DURATION < 10 ? 10 : DURATION ))
+  log "slow: Stripe latency ${SLOW_LATENCY_MS} ms, $inflight in flight, $SLOW_D s each, $ROUNDS rounds, interleaved"
+  targets="svc pt"; [ -n "$VERSUS_JAR" ] && targets="svc vs pt"
+  for round in $(seq 1 "$ROUNDS"); do
+    for target in $targets; do
+      case $target in svc) port=$SVC_PORT ;; vs) port=$VS_PORT ;; pt) port=$PT_PORT ;; esac
+      psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
+      stripe_reset "$SLOW_LATENCY_MS"
+      wrk_run "slow-$target-$round" "$port" "$inflight" "$SLOW_D" new
+      psql_at "$PG_PORT" chargeonce -At -F' | ' -c "SELECT calls, round(total_exec_time::numeric, 1), rows,
+          regexp_replace(left(query, 120), '\s+', ' ', 'g') FROM pg_stat_statements ORDER BY calls DESC LIMIT 12" \
+          >"$OUT/slow-$target-$round.statements"
+    done
+  done
+  stripe_reset 0
+  { echo "| run | charges/s | p50 ms | p99 ms | non-201 | CPU ms per charge: process | PostgreSQL | stand-in |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    for f in "$OUT"/slow-*.json; do
+      name=$(basename "$f" .json); target=$(echo "$name" | cut -d- -f2)
+      col=1; [ "$target" = pt ] && col=2; [ "$target" = vs ] && col=5
+      grep -h '^{' "$f" | tr -d '{}"' | tr ',' '\n' | awk -F: -v name="$name" -v col="$col" -v cpu="$(cat "$OUT/$name.cpu")" '
+        { v[$1] = $2 }
+        END { split(cpu, c, " "); n = v["requests"]; if (n == 0) n = 1
+              printf "| %s | %.0f | %.1f | %.1f | %d | %.3f | %.3f | %.3f |\n", name, v["requests"] * 1e6 / v["duration_us"],
+                v["p50"] / 1000, v["p99"] / 1000, v["requests"] - v["s201"], c[col] / n, c[4] / n, c[3] / n }'
+    done; } | tee "$OUT/slow.md"
   exit 0
 fi
 
