@@ -69,10 +69,25 @@ class DockerfileIT {
                 ENV JAVA_APP_JAR="/deployments/quarkus-run.jar"
                 """;
         List<String> problems = problems(broken, BUILD_CONTEXT, 8080, 9000);
-        for (String expected : List.of("not-there", "does not carry app", "Java 17", "pinned", "EXPOSE", "numeric", "JAVA_APP_JAR", "JAVA_OPTS_APPEND")) {
+        for (String expected : List.of("not-there", "does not carry app", "Java 17", "pinned", "EXPOSE", "numeric", "JAVA_APP_JAR", "JAVA_OPTS_APPEND",
+                "JAVA_MAX_MEM_RATIO", "GC_CONTAINER_OPTIONS")) {
             assertTrue(problems.stream().anyMatch(p -> p.contains(expected)), "expected a problem about '" + expected + "' in " + problems);
         }
         assertTrue(problems(broken.replace("USER root", "USER 0"), BUILD_CONTEXT, 8080, 9000).stream().anyMatch(p -> p.contains("must not be root")));
+        assertTrue(problems(broken + "ENV JAVA_MAX_MEM_RATIO=80\n", BUILD_CONTEXT, 8080, 9000).stream()
+                .anyMatch(p -> p.contains("JAVA_MAX_MEM_RATIO") && p.contains("'80'")), "a heap of 80% of the limit must be a problem");
+    }
+
+    @Test
+    void thePackageSparesTheStripeSdkAResourceReadPerCall() throws IOException {
+        assertEquals(List.of(), perRequestResourcesIn(FAST_JAR));
+    }
+
+    @Test
+    void thePerCallResourceCheckCanFail(@TempDir Path dir) throws IOException {
+        jar(dir.resolve("lib/main/com.google.code.gson.gson-2.13.2.jar"), "com/google/gson/Gson.class", GSON_POM_PROPERTIES);
+        List<String> problems = perRequestResourcesIn(dir);
+        assertTrue(problems.stream().anyMatch(p -> p.contains("pom.properties")), problems.toString());
     }
 
     @Test
@@ -238,8 +253,48 @@ class DockerfileIT {
                 problems.add("JAVA_OPTS_APPEND must make Quarkus listen on 0.0.0.0 inside the container (-D" + host + "=0.0.0.0)");
             }
         }
+        // The image's run-java.sh gives the heap 80% of the container's memory limit unless told otherwise; the
+        // service's JVM needs ~220 MiB beside its heap (bench/run.sh, scenario 4: 479 MiB resident with a 256 MiB heap
+        // and 2,000 requests in flight), so 80% of the Deployment's 512 Mi is a pod the kernel kills under load.
+        String ratio = env.getOrDefault("JAVA_MAX_MEM_RATIO", "");
+        if (!ratio.matches("\\d+(\\.\\d+)?") || Double.parseDouble(ratio) > MAX_HEAP_PERCENT || Double.parseDouble(ratio) <= 0) {
+            problems.add("JAVA_MAX_MEM_RATIO must be set, above 0 and at most " + MAX_HEAP_PERCENT + " (the heap's share of the memory limit; "
+                    + "the image's default, 80, leaves too little for the rest of the JVM), is '" + ratio + "'");
+        }
+        if (!env.getOrDefault("GC_CONTAINER_OPTIONS", "").contains("-XX:+UseG1GC")) {
+            problems.add("GC_CONTAINER_OPTIONS must choose G1 (-XX:+UseG1GC), the collector bench/run.sh measures; the image's default is ParallelGC");
+        }
         return problems;
     }
+
+    /** The heap's largest share of the container's memory limit, in per cent (JAVA_MAX_MEM_RATIO). */
+    static final int MAX_HEAP_PERCENT = 50;
+
+    /**
+     * Resources a library reads on every request, which the package must leave out (empty: none there). The Stripe
+     * SDK reads gson's pom.properties on every call, for one field of a telemetry header
+     * (application.properties: quarkus.class-loading.removed-resources).
+     */
+    static List<String> perRequestResourcesIn(Path pkg) throws IOException {
+        List<String> problems = new ArrayList<>();
+        List<Path> gson;
+        try (Stream<Path> list = Files.list(pkg.resolve("lib/main"))) {
+            gson = list.filter(p -> p.getFileName().toString().startsWith("com.google.code.gson.gson-")).toList();
+        }
+        if (gson.isEmpty()) {
+            problems.add("no gson jar in " + pkg.resolve("lib/main"));
+        }
+        for (Path jar : gson) {
+            try (ZipFile zip = new ZipFile(jar.toFile())) {
+                if (zip.getEntry(GSON_POM_PROPERTIES) != null) {
+                    problems.add(pkg.relativize(jar) + " carries " + GSON_POM_PROPERTIES + ", which the Stripe SDK reads on every call");
+                }
+            }
+        }
+        return problems;
+    }
+
+    static final String GSON_POM_PROPERTIES = "META-INF/maven/com.google.code.gson/gson/pom.properties";
 
     record Instruction(int line, String keyword, String arguments) {
     }
