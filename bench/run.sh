@@ -378,6 +378,36 @@ wrk_refunds warmup-svc-refunds "$SVC_PORT" 16 "$(( WARMUP / 2 ))" new svc "$OUT/
 wrk_refunds warmup-svc-refund-replay "$SVC_PORT" 16 "$(( WARMUP / 3 ))" replay svc
 wrk_refunds warmup-pt-refunds "$PT_PORT" 16 "$(( WARMUP / 2 ))" new pt "$OUT/warmup-refunds.pool"
 stripe_reset 0
+# The JIT: on 2 busy cores the C2 compiler is still at work on the service's many paths well after the fixed warm-up
+# above (a profile taken right after it put 16-25% of the service's CPU in the compiler threads; the pass-through, with
+# less code, settles sooner). CPU per request measured then counts the compiler, not the steady state a pod runs in.
+# So each JVM is warmed on until a round (10 s of new charges, and 5 s of replays for the service) adds less than
+# half a second of compilation (jstat: the compilers' time), six rounds at most.
+jit_seconds() { jstat -compiler "$1" 2>/dev/null | awk 'NR == 2 {print $4}'; }
+warm_until_quiet() { # warm_until_quiet <name> <pid> <port> <svc|pt>
+  local name="$1" pid="$2" port="$3" kind="$4" round before after spent
+  if ! command -v jstat >/dev/null || [ -z "$(jit_seconds "$pid")" ]; then
+    log "  $name: no jstat for this JVM, the JIT's warm-up is not checked"; return 0
+  fi
+  for round in 1 2 3 4 5 6; do
+    before=$(jit_seconds "$pid")
+    stripe_reset 0; wrk_run "$name-quiet-$round" "$port" 16 10 new
+    [ "$kind" = svc ] && wrk_run "$name-quiet-replay-$round" "$port" 16 5 replay $(( REPLAY_POOL / 10 ))
+    after=$(jit_seconds "$pid")
+    spent=$(awk -v a="$after" -v b="$before" 'BEGIN {printf "%.2f", a - b}')
+    log "  $name: the compilers spent $spent s in round $round"
+    echo "jit_warmup_${name}_round_$round=$spent" >>"$OUT/meta.properties"
+    if awk -v s="$spent" 'BEGIN {exit !(s < 0.5)}'; then return 0; fi
+  done
+  log "  $name: the JIT was still compiling after 6 rounds (measured anyway)"
+}
+if [ "$QUICK" != 1 ]; then
+  log "warm-up until the JIT is quiet"
+  warm_until_quiet jit-svc "$SVC_PID" "$SVC_PORT" svc
+  [ -n "$VERSUS_JAR" ] && warm_until_quiet jit-vs "$VS_PID" "$VS_PORT" svc
+  warm_until_quiet jit-pt "$PT_PID" "$PT_PORT" pt
+  stripe_reset 0
+fi
 
 # ---- profiles (--profile): where the service's CPU and allocations go, as flame graphs -------------------------
 if [ "$PROFILE" = 1 ]; then
