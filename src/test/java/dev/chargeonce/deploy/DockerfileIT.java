@@ -70,7 +70,7 @@ class DockerfileIT {
                 """;
         List<String> problems = problems(broken, BUILD_CONTEXT, 8080, 9000);
         for (String expected : List.of("not-there", "does not carry app", "Java 17", "pinned", "EXPOSE", "numeric", "JAVA_APP_JAR", "JAVA_OPTS_APPEND",
-                "JAVA_MAX_MEM_RATIO", "GC_CONTAINER_OPTIONS")) {
+                "JAVA_MAX_MEM_RATIO", "GC_CONTAINER_OPTIONS", "GC_TIME_RATIO")) {
             assertTrue(problems.stream().anyMatch(p -> p.contains(expected)), "expected a problem about '" + expected + "' in " + problems);
         }
         assertTrue(problems(broken.replace("USER root", "USER 0"), BUILD_CONTEXT, 8080, 9000).stream().anyMatch(p -> p.contains("must not be root")));
@@ -263,6 +263,11 @@ class DockerfileIT {
         }
         if (!env.getOrDefault("GC_CONTAINER_OPTIONS", "").contains("-XX:+UseG1GC")) {
             problems.add("GC_CONTAINER_OPTIONS must choose G1 (-XX:+UseG1GC), the collector bench/run.sh measures; the image's default is ParallelGC");
+        }
+        String timeRatio = env.getOrDefault("GC_TIME_RATIO", "");
+        if (!timeRatio.matches("\\d+") || Integer.parseInt(timeRatio) < 12) {
+            problems.add("GC_TIME_RATIO must be G1's own (12) or more: the image's default, 4, keeps the heap small with up to a fifth of the time in GC, is '"
+                    + timeRatio + "'");
         }
         return problems;
     }
