@@ -16,7 +16,7 @@ import java.time.temporal.ChronoUnit;
 import org.eclipse.microprofile.faulttolerance.Bulkhead;
 import org.eclipse.microprofile.faulttolerance.CircuitBreaker;
 import org.eclipse.microprofile.faulttolerance.Retry;
-import org.eclipse.microprofile.faulttolerance.Timeout;
+import org.eclipse.microprofile.config.Config;
 import org.eclipse.microprofile.faulttolerance.exceptions.TimeoutException;
 
 /**
@@ -41,8 +41,13 @@ class StripeApi {
     static final String REFUND_CIRCUIT = "stripe-refund";
     static final String REFUND_CIRCUIT_DELAY_PROPERTY = "dev.chargeonce.stripe.StripeApi/createRefund/CircuitBreaker/delay";
 
-    /** The defaults of the annotations below (and their units), for {@link StripeCallBudget}. */
+    /**
+     * The longest one try may take, in seconds (connecting, sending and every read): {@link TryWatchdog} ends it then.
+     * Configured as Fault Tolerance's {@code @Timeout} was, {@code dev.chargeonce.stripe.StripeApi/create/Timeout/value}
+     * (and {@code createRefund}'s), which {@link StripeCallBudget} reads too.
+     */
     static final long TIMEOUT_SECONDS = 9;
+    /** The defaults of the annotations below (and their units), for {@link StripeCallBudget}. */
     static final int MAX_RETRIES = 2;
     static final long RETRY_DELAY_MILLIS = 200;
     static final long RETRY_JITTER_MILLIS = 150;
@@ -105,12 +110,25 @@ class StripeApi {
     }
 
     private final StripeClients clients;
+    /** One for the process: its thread outlives application restarts (tests), as the JDK's own timers do. */
+    private static final TryWatchdog WATCHDOG = new TryWatchdog();
+    private final long createTryNanos;
+    private final long refundTryNanos;
 
-    StripeApi(StripeClients clients) {
+    StripeApi(StripeClients clients, Config config) {
         this.clients = clients;
+        this.createTryNanos = tryLimitNanos(config, "create");
+        this.refundTryNanos = tryLimitNanos(config, "createRefund");
     }
 
-    @Timeout(value = TIMEOUT_SECONDS, unit = ChronoUnit.SECONDS)
+    private static long tryLimitNanos(Config config, String method) {
+        long seconds = config.getOptionalValue(CONFIG_ROOT + method + "/Timeout/value", Long.class).orElse(TIMEOUT_SECONDS);
+        if (seconds <= 0) {
+            throw new IllegalStateException(CONFIG_ROOT + method + "/Timeout/value must be a positive number of seconds, is " + seconds);
+        }
+        return java.util.concurrent.TimeUnit.SECONDS.toNanos(seconds);
+    }
+
     @Retry(maxRetries = MAX_RETRIES, delay = RETRY_DELAY_MILLIS, jitter = RETRY_JITTER_MILLIS,
             maxDuration = RETRY_MAX_DURATION_SECONDS, durationUnit = ChronoUnit.SECONDS,
             retryOn = {UnreachableException.class, KeyInUseException.class, EdgeErrorException.class, TimeoutException.class})
@@ -121,7 +139,7 @@ class StripeApi {
     @Bulkhead(2048)
     PaymentIntent create(PaymentIntentCreateParams params, String idempotencyKey, long sendBefore, SendLog log)
             throws StripeException {
-        return send(sendBefore, log, () -> clients.client().v1().paymentIntents().create(params,
+        return send(sendBefore, createTryNanos, log, () -> clients.client().v1().paymentIntents().create(params,
                 RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
     }
 
@@ -129,7 +147,6 @@ class StripeApi {
      * A refund, with the same fault tolerance as a create (the same budget, so the same lease covers it), behind a
      * circuit of its own: refunds failing must not stop charges, nor the reverse.
      */
-    @Timeout(value = TIMEOUT_SECONDS, unit = ChronoUnit.SECONDS)
     @Retry(maxRetries = MAX_RETRIES, delay = RETRY_DELAY_MILLIS, jitter = RETRY_JITTER_MILLIS,
             maxDuration = RETRY_MAX_DURATION_SECONDS, durationUnit = ChronoUnit.SECONDS,
             retryOn = {UnreachableException.class, KeyInUseException.class, EdgeErrorException.class, TimeoutException.class})
@@ -140,7 +157,7 @@ class StripeApi {
     @Bulkhead(2048)
     com.stripe.model.Refund createRefund(com.stripe.param.RefundCreateParams params, String idempotencyKey, long sendBefore,
                                          SendLog log) throws StripeException {
-        return send(sendBefore, log, () -> clients.client().v1().refunds().create(params,
+        return send(sendBefore, refundTryNanos, log, () -> clients.client().v1().refunds().create(params,
                 RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
     }
 
@@ -149,11 +166,28 @@ class StripeApi {
         T send() throws StripeException;
     }
 
-    /** One try: sent only inside the lease, recorded in the call's log, its failure thrown as what it proves. */
-    private static <T> T send(long sendBefore, SendLog log, StripeRequest<T> request) throws StripeException {
+    /**
+     * One try: sent only inside the lease, ended by the watchdog after {@code limitNanos}, recorded in the call's log,
+     * its failure thrown as what it proves. A try the watchdog ended is a {@link TimeoutException}, whatever the
+     * interrupted I/O threw (it may have reached Stripe: the log keeps it as maybe executed).
+     */
+    private <T> T send(long sendBefore, long limitNanos, SendLog log, StripeRequest<T> request) throws StripeException {
         if (System.nanoTime() - sendBefore >= 0) {
             throw new LeaseSpentException();
         }
+        try (TryWatchdog.Watch watch = WATCHDOG.start(limitNanos)) {
+            try {
+                return sendOnce(log, request);
+            } catch (StripeException | RuntimeException e) {
+                if (watch.expired()) {
+                    throw new TimeoutException("the Stripe try took longer than " + java.time.Duration.ofNanos(limitNanos), e);
+                }
+                throw e;
+            }
+        }
+    }
+
+    private static <T> T sendOnce(SendLog log, StripeRequest<T> request) throws StripeException {
         // Until an answer proves otherwise, a try that was started may have run at Stripe (a timeout interrupts it
         // from outside, and it stays "maybe").
         log.trying();

@@ -25,7 +25,8 @@ public final class StripeCallBudget {
 
     private static Duration of(StripeConfig stripe, Config config, String prefix) {
         long timeout = Duration.ofSeconds(value(config, prefix, "Timeout/value", StripeApi.TIMEOUT_SECONDS)).toMillis();
-        // A try ends at the fault-tolerance timeout, or earlier when the SDK's own socket timeouts fire.
+        // A try ends at its limit (TryWatchdog, configured as Fault Tolerance's Timeout/value), or earlier when the
+        // SDK's own socket timeouts fire.
         long perTry = Math.min(timeout, stripe.connectTimeout().plus(stripe.readTimeout()).toMillis());
         long retries = value(config, prefix, "Retry/maxRetries", StripeApi.MAX_RETRIES);
         long pause = value(config, prefix, "Retry/delay", StripeApi.RETRY_DELAY_MILLIS) + value(config, prefix, "Retry/jitter", StripeApi.RETRY_JITTER_MILLIS);

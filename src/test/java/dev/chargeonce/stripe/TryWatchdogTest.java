@@ -1,0 +1,205 @@
+package dev.chargeonce.stripe;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.HttpURLConnection;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A Stripe try is bounded as a whole, not per read: a server that trickles its answer one byte at a time, each within
+ * the SDK's read timeout, would hold a try without end. The watchdog ends it at its limit, on a virtual thread as
+ * the service runs its calls, and leaves no interrupt behind for what the thread does next.
+ */
+class TryWatchdogTest {
+
+    private static final long LIMIT_MILLIS = 1_000;
+    /** Per read, as the SDK's read timeout: every trickled byte arrives well within it. */
+    private static final int READ_TIMEOUT_MILLIS = 2_000;
+
+    private final TryWatchdog watchdog = new TryWatchdog();
+    private ServerSocket server;
+    private Thread trickler;
+
+    @BeforeEach
+    void trickleServer() throws IOException {
+        server = new ServerSocket(0);
+        trickler = Thread.ofPlatform().daemon().start(() -> {
+            while (!server.isClosed()) {
+                try {
+                    Socket s = server.accept();
+                    Thread.ofPlatform().daemon().start(() -> trickle(s));
+                } catch (IOException e) {
+                    return;
+                }
+            }
+        });
+    }
+
+    private static void trickle(Socket s) {
+        try (s; InputStream in = s.getInputStream(); OutputStream out = s.getOutputStream()) {
+            byte[] request = new byte[4096];
+            in.read(request); // the request's head: enough for an HTTP/1.1 GET
+            out.write("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            for (int i = 0; i < 100_000; i++) {
+                out.write('x');
+                out.flush();
+                Thread.sleep(200);
+            }
+        } catch (IOException | InterruptedException e) {
+            // the client went away
+        }
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        server.close();
+        trickler.interrupt();
+    }
+
+    /** Reads the whole trickled answer, each read bounded by READ_TIMEOUT_MILLIS as the SDK's are. */
+    private int readAll() throws IOException {
+        HttpURLConnection c = (HttpURLConnection) URI.create("http://127.0.0.1:" + server.getLocalPort() + "/v1/payment_intents")
+                .toURL().openConnection();
+        c.setConnectTimeout(READ_TIMEOUT_MILLIS);
+        c.setReadTimeout(READ_TIMEOUT_MILLIS);
+        try (InputStream in = c.getInputStream()) {
+            return in.readAllBytes().length;
+        }
+    }
+
+    @Test
+    void withoutTheWatchdogATrickledAnswerHoldsTheTryPastAnyLimit() throws Exception {
+        CompletableFuture<Integer> read = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            try {
+                read.complete(readAll());
+            } catch (Throwable e) {
+                read.completeExceptionally(e);
+            }
+        });
+        // the reference: the SDK's per-read timeout alone never ends it
+        assertThrows(TimeoutException.class, () -> read.get(LIMIT_MILLIS * 3, TimeUnit.MILLISECONDS),
+                "a trickled answer should hold a try that only has a per-read timeout");
+    }
+
+    @Test
+    void theWatchdogEndsATrickledTryAtItsLimitAndLeavesNoInterrupt() throws Exception {
+        CompletableFuture<String> outcome = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            long started = System.nanoTime();
+            boolean expired;
+            Throwable failure = null;
+            try (TryWatchdog.Watch watch = watchdog.start(TimeUnit.MILLISECONDS.toNanos(LIMIT_MILLIS))) {
+                try {
+                    readAll();
+                } catch (IOException e) {
+                    failure = e;
+                }
+                expired = watch.expired();
+            }
+            long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            boolean interruptedAfter = Thread.currentThread().isInterrupted();
+            // what the thread does next must not be cut short: a sleep runs its course
+            boolean sleptFully;
+            try {
+                Thread.sleep(100);
+                sleptFully = true;
+            } catch (InterruptedException e) {
+                sleptFully = false;
+            }
+            outcome.complete("failed=" + (failure != null) + " expired=" + expired + " tookAtLeastLimit=" + (tookMillis >= LIMIT_MILLIS)
+                    + " interruptedAfter=" + interruptedAfter + " sleptFully=" + sleptFully + " took=" + tookMillis);
+        });
+        String result = outcome.get(LIMIT_MILLIS * 10, TimeUnit.MILLISECONDS);
+        assertTrue(result.startsWith("failed=true expired=true tookAtLeastLimit=true interruptedAfter=false sleptFully=true"), result);
+        assertEquals(0, watchdog.running(), "an ended try is no longer watched");
+    }
+
+    @Test
+    void aTryThatEndsInTimeIsNeverInterrupted() throws Exception {
+        CompletableFuture<Boolean> clean = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            for (int i = 0; i < 10_000; i++) {
+                try (TryWatchdog.Watch watch = watchdog.start(TimeUnit.MILLISECONDS.toNanos(LIMIT_MILLIS))) {
+                    if (watch.expired()) {
+                        clean.complete(false);
+                        return;
+                    }
+                }
+            }
+            try {
+                // past the limit of every watch above, and several of the watchdog's looks
+                Thread.sleep(LIMIT_MILLIS + 4 * TryWatchdog.LOOK_MILLIS);
+                clean.complete(!Thread.currentThread().isInterrupted());
+            } catch (InterruptedException e) {
+                clean.complete(false);
+            }
+        });
+        assertTrue(clean.get(LIMIT_MILLIS * 10, TimeUnit.MILLISECONDS), "a closed watch interrupted its thread later");
+        assertEquals(0, watchdog.running());
+        assertFalse(Thread.currentThread().isInterrupted());
+    }
+
+    /**
+     * The create call itself, as {@link StripeGateway} makes it (without the CDI interceptors: this is one try): against
+     * a Stripe that trickles its answer, the try ends at the configured {@code Timeout/value} as Fault Tolerance's
+     * {@code TimeoutException} (which its retry and circuit breaker know), and the call's log keeps the try as maybe
+     * executed (it was sent).
+     */
+    @Test
+    void aCreateTryAgainstATricklingStripeEndsAsATimeoutAtItsConfiguredLimit() throws Exception {
+        StripeConfig stripe = stripeConfig("http://127.0.0.1:" + server.getLocalPort());
+        org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
+                .withDefaultValue(StripeApi.CONFIG_ROOT + "create/Timeout/value", "1").build();
+        StripeApi api = new StripeApi(new StripeClients(stripe), config);
+        SendLog log = new SendLog();
+        CompletableFuture<Throwable> thrown = new CompletableFuture<>();
+        long[] tookMillis = {0};
+        Thread.ofVirtual().start(() -> {
+            long started = System.nanoTime();
+            try {
+                api.create(com.stripe.param.PaymentIntentCreateParams.builder().setAmount(1000L).setCurrency("usd").build(), "key-1",
+                        System.nanoTime() + TimeUnit.SECONDS.toNanos(60), log);
+                thrown.complete(null);
+            } catch (Throwable e) {
+                thrown.complete(e);
+            } finally {
+                tookMillis[0] = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            }
+        });
+        Throwable e = thrown.get(30, TimeUnit.SECONDS);
+        assertTrue(e instanceof org.eclipse.microprofile.faulttolerance.exceptions.TimeoutException, "expected a TimeoutException, got " + e);
+        assertTrue(tookMillis[0] >= 1_000 && tookMillis[0] < 1_000 + READ_TIMEOUT_MILLIS,
+                "the try should end at its 1 s limit (before the 2 s read timeout could), took " + tookMillis[0] + " ms");
+        assertTrue(log.maybeExecuted(), "a try that was sent may have executed");
+    }
+
+    /** The Stripe settings the SDK client is built from, with this test's read timeout and API base. */
+    private static StripeConfig stripeConfig(String apiBase) {
+        return (StripeConfig) java.lang.reflect.Proxy.newProxyInstance(StripeConfig.class.getClassLoader(), new Class<?>[]{StripeConfig.class},
+                (proxy, method, args) -> switch (method.getName()) {
+                    case "apiKey" -> "sk_test_trickle";
+                    case "apiBase" -> apiBase;
+                    case "connectTimeout" -> java.time.Duration.ofMillis(READ_TIMEOUT_MILLIS);
+                    case "readTimeout" -> java.time.Duration.ofMillis(READ_TIMEOUT_MILLIS);
+                    case "maxNetworkRetries" -> 0;
+                    default -> throw new UnsupportedOperationException(method.getName());
+                });
+    }
+}
