@@ -52,7 +52,6 @@ class StripeApi {
     static final long RETRY_DELAY_MILLIS = 200;
     static final long RETRY_JITTER_MILLIS = 150;
     static final long RETRY_MAX_DURATION_SECONDS = 25;
-    /** Configuration keys of those values (MicroProfile Fault Tolerance: {@code <class>/<method>/<annotation>/<field>}). */
     /** MicroProfile Fault Tolerance's config keys of this class: {@code <root><method>/Retry/maxRetries}... */
     static final String CONFIG_ROOT = "dev.chargeonce.stripe.StripeApi/";
     /** The methods that create at Stripe (each bounded by the lease, see {@link StripeCallBudget}). */
@@ -110,8 +109,7 @@ class StripeApi {
     }
 
     private final StripeClients clients;
-    /** One for the process: its thread outlives application restarts (tests), as the JDK's own timers do. */
-    private static final TryWatchdog WATCHDOG = new TryWatchdog();
+    private final TryWatchdog watchdog = new TryWatchdog();
     private final long createTryNanos;
     private final long refundTryNanos;
 
@@ -121,12 +119,13 @@ class StripeApi {
         this.refundTryNanos = tryLimitNanos(config, "createRefund");
     }
 
+    @jakarta.annotation.PreDestroy
+    void stopWatchdog() {
+        watchdog.stop();
+    }
+
     private static long tryLimitNanos(Config config, String method) {
-        long seconds = config.getOptionalValue(CONFIG_ROOT + method + "/Timeout/value", Long.class).orElse(TIMEOUT_SECONDS);
-        if (seconds <= 0) {
-            throw new IllegalStateException(CONFIG_ROOT + method + "/Timeout/value must be a positive number of seconds, is " + seconds);
-        }
-        return java.util.concurrent.TimeUnit.SECONDS.toNanos(seconds);
+        return java.util.concurrent.TimeUnit.SECONDS.toNanos(StripeCallBudget.trySeconds(config, CONFIG_ROOT + method + "/"));
     }
 
     @Retry(maxRetries = MAX_RETRIES, delay = RETRY_DELAY_MILLIS, jitter = RETRY_JITTER_MILLIS,
@@ -175,7 +174,7 @@ class StripeApi {
         if (System.nanoTime() - sendBefore >= 0) {
             throw new LeaseSpentException();
         }
-        try (TryWatchdog.Watch watch = WATCHDOG.start(limitNanos)) {
+        try (TryWatchdog.Watch watch = watchdog.start(limitNanos)) {
             try {
                 return sendOnce(log, request);
             } catch (StripeException | RuntimeException e) {

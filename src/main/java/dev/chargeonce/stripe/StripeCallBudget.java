@@ -24,9 +24,10 @@ public final class StripeCallBudget {
     }
 
     private static Duration of(StripeConfig stripe, Config config, String prefix) {
-        long timeout = Duration.ofSeconds(value(config, prefix, "Timeout/value", StripeApi.TIMEOUT_SECONDS)).toMillis();
-        // A try ends at its limit (TryWatchdog, configured as Fault Tolerance's Timeout/value), or earlier when the
-        // SDK's own socket timeouts fire.
+        // A try ends at its limit (TryWatchdog, up to one of its looks later), or earlier when the SDK's socket
+        // timeouts fire: no byte for that long. (An answer trickled in a byte at a time resets the read timeout and
+        // runs to the limit: the budget assumes Stripe does not answer that way.)
+        long timeout = Duration.ofSeconds(trySeconds(config, prefix)).toMillis() + TryWatchdog.LOOK_MILLIS;
         long perTry = Math.min(timeout, stripe.connectTimeout().plus(stripe.readTimeout()).toMillis());
         long retries = value(config, prefix, "Retry/maxRetries", StripeApi.MAX_RETRIES);
         long pause = value(config, prefix, "Retry/delay", StripeApi.RETRY_DELAY_MILLIS) + value(config, prefix, "Retry/jitter", StripeApi.RETRY_JITTER_MILLIS);
@@ -34,6 +35,25 @@ public final class StripeCallBudget {
         // No retry starts after maxDuration; the one that started just before it may run a whole try.
         long maxDuration = Duration.ofSeconds(value(config, prefix, "Retry/maxDuration", StripeApi.RETRY_MAX_DURATION_SECONDS)).toMillis();
         return Duration.ofMillis(Math.min(allTries, maxDuration + perTry));
+    }
+
+    /**
+     * A try's limit in seconds ({@code <prefix>Timeout/value}, the key Fault Tolerance's {@code @Timeout} had; read at
+     * start-up by {@link #of}, so a wrong one stops the service before its first charge). The keys of that annotation
+     * that meant something else are refused: nothing reads them any more.
+     */
+    static long trySeconds(Config config, String prefix) {
+        for (String ignored : java.util.List.of("Timeout/unit", "Timeout/enabled")) {
+            if (config.getOptionalValue(prefix + ignored, String.class).isPresent()) {
+                throw new IllegalStateException(prefix + ignored + " is not read (a Stripe try's limit is " + prefix
+                        + "Timeout/value, in seconds, and cannot be switched off)");
+            }
+        }
+        long seconds = value(config, prefix, "Timeout/value", StripeApi.TIMEOUT_SECONDS);
+        if (seconds <= 0) {
+            throw new IllegalStateException(prefix + "Timeout/value must be a positive number of seconds, is " + seconds);
+        }
+        return seconds;
     }
 
     private static long value(Config config, String prefix, String key, long fallback) {

@@ -31,9 +31,20 @@ final class TryWatchdog {
     private static final Logger LOG = Logger.getLogger(TryWatchdog.class);
 
     private final Set<Watch> running = ConcurrentHashMap.newKeySet();
+    private final Thread thread;
+    private volatile boolean stopped;
 
     TryWatchdog() {
-        Thread.ofPlatform().daemon().name("chargeonce-stripe-try-watchdog").start(this::watch);
+        // No context class loader: the thread must not keep an application's class loader alive after it stops.
+        thread = Thread.ofPlatform().daemon().name("chargeonce-stripe-try-watchdog").unstarted(this::watch);
+        thread.setContextClassLoader(null);
+        thread.start();
+    }
+
+    /** Stops the watchdog (the application shuts down): tries still running are no longer bounded. */
+    void stop() {
+        stopped = true;
+        LockSupport.unpark(thread);
     }
 
     /** Starts watching the current thread's try; close the watch when the try ends (try-with-resources). */
@@ -49,7 +60,7 @@ final class TryWatchdog {
     }
 
     private void watch() {
-        while (true) {
+        while (!stopped) {
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(LOOK_MILLIS));
             try {
                 long now = System.nanoTime();
@@ -58,7 +69,7 @@ final class TryWatchdog {
                         watch.expire();
                     }
                 }
-            } catch (RuntimeException e) {
+            } catch (Throwable e) {
                 // a look that fails must not end the watchdog: every later try would be unbounded
                 LOG.error("the Stripe try watchdog's look failed; looking again", e);
             }
@@ -94,15 +105,18 @@ final class TryWatchdog {
 
         /**
          * Ends the watch, on the watched thread: an interrupt the watchdog gave this try is cleared (and the watch
-         * still says it expired).
+         * still says it expired). An interrupt from elsewhere that arrived during an expired try is cleared with it,
+         * as Fault Tolerance's timeout did: the try has ended as a timeout either way.
          */
         @Override
-        public synchronized void close() {
-            running.remove(this);
-            if (state == EXPIRED) {
-                Thread.interrupted();
-            } else {
-                state = ENDED;
+        public void close() {
+            running.remove(this); // outside the lock: the set's own locks never nest in the watch's
+            synchronized (this) {
+                if (state == EXPIRED) {
+                    Thread.interrupted();
+                } else {
+                    state = ENDED;
+                }
             }
         }
     }

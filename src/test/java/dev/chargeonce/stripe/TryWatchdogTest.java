@@ -34,6 +34,7 @@ class TryWatchdogTest {
     private final TryWatchdog watchdog = new TryWatchdog();
     private ServerSocket server;
     private Thread trickler;
+    private final java.util.List<Socket> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @BeforeEach
     void trickleServer() throws IOException {
@@ -42,6 +43,7 @@ class TryWatchdogTest {
             while (!server.isClosed()) {
                 try {
                     Socket s = server.accept();
+                    accepted.add(s);
                     Thread.ofPlatform().daemon().start(() -> trickle(s));
                 } catch (IOException e) {
                     return;
@@ -70,6 +72,10 @@ class TryWatchdogTest {
     void stop() throws IOException {
         server.close();
         trickler.interrupt();
+        for (Socket s : accepted) {
+            s.close(); // ends the trickle, and the reference test's read that nothing else would end
+        }
+        watchdog.stop();
     }
 
     /** Reads the whole trickled answer, each read bounded by READ_TIMEOUT_MILLIS as the SDK's are. */
@@ -173,21 +179,36 @@ class TryWatchdogTest {
         long[] tookMillis = {0};
         Thread.ofVirtual().start(() -> {
             long started = System.nanoTime();
+            Throwable failure = null;
             try {
                 api.create(com.stripe.param.PaymentIntentCreateParams.builder().setAmount(1000L).setCurrency("usd").build(), "key-1",
                         System.nanoTime() + TimeUnit.SECONDS.toNanos(60), log);
-                thrown.complete(null);
             } catch (Throwable e) {
-                thrown.complete(e);
-            } finally {
-                tookMillis[0] = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+                failure = e;
             }
+            tookMillis[0] = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            thrown.complete(failure); // after the time is taken: the test thread reads both
         });
         Throwable e = thrown.get(30, TimeUnit.SECONDS);
+        api.stopWatchdog();
         assertTrue(e instanceof org.eclipse.microprofile.faulttolerance.exceptions.TimeoutException, "expected a TimeoutException, got " + e);
         assertTrue(tookMillis[0] >= 1_000 && tookMillis[0] < 1_000 + READ_TIMEOUT_MILLIS,
                 "the try should end at its 1 s limit (before the 2 s read timeout could), took " + tookMillis[0] + " ms");
         assertTrue(log.maybeExecuted(), "a try that was sent may have executed");
+    }
+
+    @Test
+    void aTryLimitThatIsNotASecondCountIsRefusedAtStartUp() {
+        String prefix = StripeApi.CONFIG_ROOT + "create/";
+        for (String[] setting : java.util.List.of(new String[]{"Timeout/value", "0"}, new String[]{"Timeout/value", "-1"},
+                new String[]{"Timeout/unit", "MILLIS"}, new String[]{"Timeout/enabled", "false"})) {
+            org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
+                    .withDefaultValue(prefix + setting[0], setting[1]).build();
+            IllegalStateException refused = assertThrows(IllegalStateException.class, () -> StripeCallBudget.trySeconds(config, prefix),
+                    setting[0] + "=" + setting[1] + " should be refused");
+            assertTrue(refused.getMessage().contains(setting[0]), refused.getMessage());
+        }
+        assertEquals(StripeApi.TIMEOUT_SECONDS, StripeCallBudget.trySeconds(new io.smallrye.config.SmallRyeConfigBuilder().build(), prefix));
     }
 
     /** The Stripe settings the SDK client is built from, with this test's read timeout and API base. */
