@@ -39,7 +39,7 @@ public class GuaranteeChecks {
         List<String> problems = new ArrayList<>();
         if (lease.compareTo(callBudget) <= 0) {
             problems.add("chargeonce.idempotency.lease=" + lease + " is not longer than one Stripe create call can take ("
-                    + callBudget + ": the fault-tolerance timeout or connect + read timeout per try, times the tries, plus"
+                    + callBudget + ": a try's limit (Timeout/value) or connect + read timeout per try, times the tries, plus"
                     + " the retry delays): a holder would run out of lease while it may still be sending, and retries"
                     + " would be cut short. Raise the lease above " + callBudget + " or shorten the Stripe timeouts/retries.");
         }

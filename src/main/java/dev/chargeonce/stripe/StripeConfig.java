@@ -28,7 +28,7 @@ public interface StripeConfig {
     Duration connectTimeout();
 
     /**
-     * The SDK's own read timeout (its default is 80 s). Kept below the fault-tolerance timeout so that the socket,
+     * The SDK's own read timeout (its default is 80 s). Kept below a try's limit (Timeout/value, TryWatchdog) so that the socket,
      * not an interrupt, ends a slow call.
      */
     @WithDefault("8s")
