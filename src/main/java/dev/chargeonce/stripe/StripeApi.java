@@ -10,6 +10,8 @@ import com.stripe.model.PaymentIntent;
 import com.stripe.net.RequestOptions;
 import com.stripe.net.StripeResponse;
 import com.stripe.param.PaymentIntentCreateParams;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.smallrye.faulttolerance.api.CircuitBreakerName;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.time.temporal.ChronoUnit;
@@ -112,12 +114,20 @@ class StripeApi {
     private final TryWatchdog watchdog = new TryWatchdog();
     private final long createTryNanos;
     private final long refundTryNanos;
+    /** Tries the watchdog ended (what Fault Tolerance's {@code ft_timeout} metrics counted before it). */
+    private final Counter createTriesExpired;
+    private final Counter refundTriesExpired;
 
-    StripeApi(StripeClients clients, Config config) {
+    StripeApi(StripeClients clients, Config config, MeterRegistry registry) {
         this.clients = clients;
         this.createTryNanos = tryLimitNanos(config, "create");
         this.refundTryNanos = tryLimitNanos(config, "createRefund");
+        this.createTriesExpired = registry.counter(TRIES_EXPIRED, "call", "create");
+        this.refundTriesExpired = registry.counter(TRIES_EXPIRED, "call", "createRefund");
     }
+
+    /** Counter of Stripe tries that ran past their limit ({@code Timeout/value}) and were ended, tagged by call. */
+    static final String TRIES_EXPIRED = "chargeonce.stripe.tries.expired";
 
     @jakarta.annotation.PreDestroy
     void stopWatchdog() {
@@ -138,7 +148,7 @@ class StripeApi {
     @Bulkhead(2048)
     PaymentIntent create(PaymentIntentCreateParams params, String idempotencyKey, long sendBefore, SendLog log)
             throws StripeException {
-        return send(sendBefore, createTryNanos, log, () -> clients.client().v1().paymentIntents().create(params,
+        return send(sendBefore, createTryNanos, createTriesExpired, log, () -> clients.client().v1().paymentIntents().create(params,
                 RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
     }
 
@@ -156,7 +166,7 @@ class StripeApi {
     @Bulkhead(2048)
     com.stripe.model.Refund createRefund(com.stripe.param.RefundCreateParams params, String idempotencyKey, long sendBefore,
                                          SendLog log) throws StripeException {
-        return send(sendBefore, refundTryNanos, log, () -> clients.client().v1().refunds().create(params,
+        return send(sendBefore, refundTryNanos, refundTriesExpired, log, () -> clients.client().v1().refunds().create(params,
                 RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
     }
 
@@ -170,7 +180,8 @@ class StripeApi {
      * its failure thrown as what it proves. A try the watchdog ended is a {@link TimeoutException}, whatever the
      * interrupted I/O threw (it may have reached Stripe: the log keeps it as maybe executed).
      */
-    private <T> T send(long sendBefore, long limitNanos, SendLog log, StripeRequest<T> request) throws StripeException {
+    private <T> T send(long sendBefore, long limitNanos, Counter expiredTries, SendLog log,
+                       StripeRequest<T> request) throws StripeException {
         if (System.nanoTime() - sendBefore >= 0) {
             throw new LeaseSpentException();
         }
@@ -179,6 +190,7 @@ class StripeApi {
                 return sendOnce(log, request);
             } catch (StripeException | RuntimeException e) {
                 if (watch.expired()) {
+                    expiredTries.increment();
                     throw new TimeoutException("the Stripe try took longer than " + java.time.Duration.ofNanos(limitNanos), e);
                 }
                 throw e;

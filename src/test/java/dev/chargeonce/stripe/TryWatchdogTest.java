@@ -173,7 +173,8 @@ class TryWatchdogTest {
         StripeConfig stripe = stripeConfig("http://127.0.0.1:" + server.getLocalPort());
         org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
                 .withDefaultValue(StripeApi.CONFIG_ROOT + "create/Timeout/value", "1").build();
-        StripeApi api = new StripeApi(new StripeClients(stripe), config);
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        StripeApi api = new StripeApi(new StripeClients(stripe), config, registry);
         SendLog log = new SendLog();
         CompletableFuture<Throwable> thrown = new CompletableFuture<>();
         long[] tookMillis = {0};
@@ -195,6 +196,9 @@ class TryWatchdogTest {
         assertTrue(tookMillis[0] >= 1_000 && tookMillis[0] < 1_000 + READ_TIMEOUT_MILLIS,
                 "the try should end at its 1 s limit (before the 2 s read timeout could), took " + tookMillis[0] + " ms");
         assertTrue(log.maybeExecuted(), "a try that was sent may have executed");
+        assertEquals(1.0, registry.get(StripeApi.TRIES_EXPIRED).tag("call", "create").counter().count(),
+                "the ended try is counted");
+        assertEquals(0.0, registry.get(StripeApi.TRIES_EXPIRED).tag("call", "createRefund").counter().count());
     }
 
     @Test
