@@ -18,7 +18,8 @@
 #   --rounds N     with --focus or --slow: rounds of measurements (default 2)
 #   --slow         after the warm-up, only scenario 4 (slow Stripe) at its largest number in flight: service,
 #                  pass-through (and --versus-jar's build), with CPU per charge of each process and the statements
-#                  PostgreSQL ran, interleaved in rounds, then stop
+#                  PostgreSQL ran, interleaved in rounds, and each service's zero-latency rate at concurrency 16
+#                  in the same round (the goal's denominator), then stop
 #   SERVICE_OPTS   (environment) more JVM options for the service only, e.g. a setting to compare
 #   VERSUS_OPTS    (environment) more JVM options for --versus-jar's service only (the same jar, another setting)
 #   --soak D       only new charges at concurrency 16 for D (e.g. 15m) against a PostgreSQL with default settings,
@@ -66,6 +67,7 @@ done
 CONCURRENCY=(1 16 64 256)
 SLOW_INFLIGHTS=(200 2000)   # the last one is the issue's scenario 4
 SLOW_LATENCY_MS=300
+SLOW_PEAK_CONCURRENCY=16     # --slow: the zero-latency rate scenario 4 is measured against (the full run's peak)
 GROWTH_C=16
 SERVICE_JVM="-Xmx256m"
 REFUND_AMOUNT=1              # cents per refund: partial refunds, many of them fit on one charge
@@ -482,12 +484,14 @@ if [ "$SLOW_ONLY" = 1 ]; then
       psql_at "$PG_PORT" chargeonce -At -F' | ' -c "SELECT calls, round(total_exec_time::numeric, 1), rows,
           regexp_replace(left(query, 120), '\s+', ' ', 'g') FROM pg_stat_statements ORDER BY calls DESC LIMIT 12" \
           >"$OUT/slow-$target-$round.statements"
+      # The same process without latency, in the same round: the peak that scenario 4's goal is a share of.
+      [ "$target" = pt ] || { stripe_reset 0; wrk_run "peak-$target-$round" "$port" "$SLOW_PEAK_CONCURRENCY" "$SLOW_D" new; }
     done
   done
   stripe_reset 0
   { echo "| run | charges/s | p50 ms | p99 ms | non-201 | CPU ms per charge: process | PostgreSQL | stand-in |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-    for f in "$OUT"/slow-*.json; do
+    for f in "$OUT"/slow-*.json "$OUT"/peak-*.json; do
       name=$(basename "$f" .json); target=$(echo "$name" | cut -d- -f2)
       col=1; [ "$target" = pt ] && col=2; [ "$target" = vs ] && col=5
       grep -h '^{' "$f" | tr -d '{}"' | tr ',' '\n' | awk -F: -v name="$name" -v col="$col" -v cpu="$(cat "$OUT/$name.cpu")" '
@@ -496,6 +500,16 @@ if [ "$SLOW_ONLY" = 1 ]; then
               printf "| %s | %.0f | %.1f | %.1f | %d | %.3f | %.3f | %.3f |\n", name, v["requests"] * 1e6 / v["duration_us"],
                 v["p50"] / 1000, v["p99"] / 1000, v["requests"] - v["s201"], c[col] / n, c[4] / n, c[3] / n }'
     done; } | tee "$OUT/slow.md"
+  rate() { grep -h '^{' "$OUT/$1.json" | tr -d '{}"' | tr ',' '\n' | awk -F: '{ v[$1] = $2 } END { printf "%.0f", v["requests"] * 1e6 / v["duration_us"] }'; }
+  { echo; echo "Scenario 4's goal, per round: charges/s with $inflight in flight ÷ charges/s without latency at concurrency $SLOW_PEAK_CONCURRENCY (the full run's peak), same process, same round."
+    echo; echo "| round | process | slow | peak | slow ÷ peak |"; echo "|---|---|---:|---:|---:|"
+    for round in $(seq 1 "$ROUNDS"); do
+      for target in $targets; do
+        [ "$target" = pt ] && continue
+        slow=$(rate "slow-$target-$round"); peak=$(rate "peak-$target-$round")
+        echo "| $round | $target | $slow | $peak | $(awk -v s="$slow" -v p="$peak" 'BEGIN {printf "%.2f", s / p}') |"
+      done
+    done; } | tee -a "$OUT/slow.md"
   exit 0
 fi
 

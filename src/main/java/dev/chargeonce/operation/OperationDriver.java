@@ -4,6 +4,7 @@ import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.IdempotencyKey;
 import dev.chargeonce.web.ApiException;
+import dev.chargeonce.web.ClaimQueue;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyStore;
@@ -108,6 +109,8 @@ public class OperationDriver {
      *                in its claim)
      */
     public <R> KeyAnswer answer(Claim claim, StripeSide<R> side, R request) {
+        // The claim has committed: what follows (a Stripe call, maybe slow) no longer holds a place before the claim.
+        ClaimQueue.claimMade();
         Operation op = side.operation();
         return switch (claim) {
             case Claim.Fresh fresh -> drive(fresh.intent(), side, request != null ? request : side.parse(fresh.intent().requestJson()));

@@ -3,7 +3,6 @@ package dev.chargeonce.web;
 import io.quarkus.virtual.threads.VirtualThreads;
 import jakarta.inject.Singleton;
 import jakarta.ws.rs.core.Response;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.function.Supplier;
@@ -20,21 +19,29 @@ import java.util.function.Supplier;
  * Vert.x context, hence its log MDC). The profiles of issue 14 (README, "The cost of exactly-once") measure it.
  *
  * <p>Such an endpoint is {@code @Cancellable(false)}: a client that hangs up does not cancel the answer's future. Its
- * work would go on regardless (cancelling a {@link CompletableFuture} interrupts nothing), and the request's context
+ * work would go on regardless (cancelling a {@link java.util.concurrent.CompletableFuture} interrupts nothing), and the request's context
  * stays until the answer is written, as it did on a {@code @RunOnVirtualThread} endpoint. A body larger than
  * {@code quarkus.rest.input-buffer-size} is read to its end on a worker thread, and the endpoint is called there.
+ *
+ * <p>Only so many of these answers are on their way to their claim at once; the others wait without a thread
+ * ({@link ClaimQueue}).
  */
 @Singleton
 public class VirtualThreadAnswers {
 
     private final ExecutorService virtualThreads;
+    private final ClaimQueue claims;
 
-    VirtualThreadAnswers(@VirtualThreads ExecutorService virtualThreads) {
+    VirtualThreadAnswers(@VirtualThreads ExecutorService virtualThreads, ClaimQueue claims) {
         this.virtualThreads = virtualThreads;
+        this.claims = claims;
     }
 
-    /** {@code work} on a virtual thread; what it throws is mapped as if the endpoint had thrown it. */
+    /**
+     * {@code work} on a virtual thread once {@link ClaimQueue} has a place for it; what it throws is mapped as if the
+     * endpoint had thrown it.
+     */
     public CompletionStage<Response> answer(Supplier<Response> work) {
-        return CompletableFuture.supplyAsync(work, virtualThreads);
+        return claims.submit(work, virtualThreads);
     }
 }
