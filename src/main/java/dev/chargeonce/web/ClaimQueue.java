@@ -4,14 +4,20 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
+import jakarta.annotation.PreDestroy;
 import jakarta.inject.Singleton;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.jboss.logging.Logger;
 
 /**
  * At most {@code chargeonce.admission.claims-at-once} requests on their way to their claim at once; the others wait in
@@ -29,15 +35,21 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
  * holds its place to its end.
  *
  * <p>A request refused here (the queue full, or a wait longer than {@code chargeonce.admission.queue-wait}) claimed
- * nothing and sent nothing: 503 {@code overloaded}, to be retried with the same key.
+ * nothing and sent nothing: 503 {@code overloaded}, to be retried with the same key. The wait is bounded even when no
+ * place comes free (every holder stuck behind a frozen database): one sweeper thread answers the requests at the head
+ * of the queue that waited too long.
+ *
+ * <p>Nothing here decides whether a charge happens once: that is the claim's unique row. This class only decides
+ * when a request gets to make its claim, and a request it refuses never ran.
  */
 @Singleton
 public class ClaimQueue {
 
+    private static final Logger LOG = Logger.getLogger(ClaimQueue.class);
+
     /** The place the current thread holds, if any: a turn's virtual thread, until its claim is made. */
     private static final ThreadLocal<ClaimQueue> PLACE = new ThreadLocal<>();
 
-    private final int atOnce;
     private final int capacity;
     private final long maxWaitNanos;
     private final ReentrantLock lock = new ReentrantLock();
@@ -45,8 +57,10 @@ public class ClaimQueue {
     private int free;
     private final Counter refusedFull;
     private final Counter refusedWait;
+    private final Thread sweeper;
+    private volatile boolean stopped;
 
-    ClaimQueue(@ConfigProperty(name = "chargeonce.admission.claims-at-once", defaultValue = "64") int atOnce,
+    ClaimQueue(@ConfigProperty(name = "chargeonce.admission.claims-at-once", defaultValue = "32") int atOnce,
                @ConfigProperty(name = "chargeonce.admission.queue-size", defaultValue = "10000") int capacity,
                @ConfigProperty(name = "chargeonce.admission.queue-wait", defaultValue = "5s") Duration maxWait,
                MeterRegistry registry) {
@@ -54,24 +68,41 @@ public class ClaimQueue {
             throw new IllegalArgumentException("chargeonce.admission: claims-at-once must be at least 1 (is " + atOnce
                     + "), queue-size at least 0 (is " + capacity + "), queue-wait positive (is " + maxWait + ")");
         }
-        this.atOnce = atOnce;
         this.capacity = capacity;
         this.maxWaitNanos = maxWait.toNanos();
         this.free = atOnce;
         registry.gauge("chargeonce.admission.queued", this, ClaimQueue::queued);
         this.refusedFull = registry.counter("chargeonce.admission.refused", "reason", "queue_full");
         this.refusedWait = registry.counter("chargeonce.admission.refused", "reason", "waited_too_long");
+        // A look every fifth of the longest wait (10-100 ms): a request is refused at most that much past its wait.
+        long sweepEvery = Math.max(TimeUnit.MILLISECONDS.toNanos(10), Math.min(TimeUnit.MILLISECONDS.toNanos(100), maxWaitNanos / 5));
+        // No context class loader: the thread must not keep an application's class loader alive after it stops.
+        sweeper = Thread.ofPlatform().daemon().name("chargeonce-claim-queue-sweeper").unstarted(() -> sweepEvery(sweepEvery));
+        sweeper.setContextClassLoader(null);
+        sweeper.start();
+    }
+
+    /** Stops the sweeper (the application shuts down). */
+    @PreDestroy
+    void stop() {
+        stopped = true;
+        LockSupport.unpark(sweeper);
     }
 
     /**
      * Frees the place the current thread holds, if it holds one: its claim is made (or none will be), and the next
      * request in the queue starts. Idempotent, and a no-op on a thread that holds no place (a Kafka consumer, a worker).
+     * Never throws: it runs right after a claim committed, whose charge must go on whatever happens here.
      */
     public static void claimMade() {
         ClaimQueue queue = PLACE.get();
         if (queue != null) {
             PLACE.remove();
-            queue.passOn();
+            try {
+                queue.passOn();
+            } catch (Throwable e) {
+                LOG.error("a place before the claim could not be passed on", e);
+            }
         }
     }
 
@@ -99,10 +130,12 @@ public class ClaimQueue {
         }
         if (now) {
             // On the caller's thread (the event loop): a context-preserving executor takes the request's context here.
-            turn.start(threads);
+            if (!turn.start()) {
+                passOn();
+            }
         } else if (full) {
             refusedFull.increment();
-            answer.completeExceptionally(overloaded());
+            answer.completeExceptionally(new Overloaded());
         }
         return answer;
     }
@@ -117,11 +150,21 @@ public class ClaimQueue {
         }
     }
 
-    int atOnce() {
-        return atOnce;
+    /** Places free now (for tests: all of them once nothing runs). */
+    int freePlaces() {
+        lock.lock();
+        try {
+            return free;
+        } finally {
+            lock.unlock();
+        }
     }
 
-    /** A place came free: to the oldest request that has not waited too long, or back to the free ones. */
+    /**
+     * A place came free: to the oldest request that has not waited too long and could be started, or back to the free
+     * ones. A loop, not a recursion: a queue of thousands that cannot be started (the event loops shut down) is
+     * answered turn after turn.
+     */
     private void passOn() {
         while (true) {
             Turn<?> next;
@@ -135,18 +178,56 @@ public class ClaimQueue {
             } finally {
                 lock.unlock();
             }
-            if (System.nanoTime() - next.queuedAt <= maxWaitNanos) {
-                next.startQueued();
+            if (System.nanoTime() - next.queuedAt > maxWaitNanos) {
+                refusedWait.increment();
+                next.answer.completeExceptionally(new Overloaded());
+            } else if (next.startQueued()) {
                 return;
             }
-            refusedWait.increment();
-            next.answer.completeExceptionally(overloaded());
         }
     }
 
-    private static ApiException overloaded() {
-        return ApiException.unavailable("overloaded", "This instance has more requests waiting than it admits and took"
-                + " no claim: nothing was done with this request. Retry it with the same Idempotency-Key.", Duration.ofSeconds(1));
+    private void sweepEvery(long nanos) {
+        while (!stopped) {
+            LockSupport.parkNanos(nanos);
+            try {
+                sweep();
+            } catch (Throwable e) {
+                // a sweep that fails must not end the sweeper: waits would be bounded only by a place coming free
+                LOG.error("the claim queue's sweep failed; sweeping again", e);
+            }
+        }
+    }
+
+    /** Answers the requests at the head of the queue that waited too long (the queue is in order of arrival). */
+    void sweep() {
+        List<Turn<?>> expired = new ArrayList<>();
+        long now = System.nanoTime();
+        lock.lock();
+        try {
+            while (!queue.isEmpty() && now - queue.peekFirst().queuedAt > maxWaitNanos) {
+                expired.add(queue.pollFirst());
+            }
+        } finally {
+            lock.unlock();
+        }
+        for (Turn<?> turn : expired) {
+            refusedWait.increment();
+            turn.answer.completeExceptionally(new Overloaded());
+        }
+    }
+
+    /** 503 overloaded. Without a stack trace: it is an answer, made in numbers exactly when the service is busiest. */
+    private static final class Overloaded extends ApiException {
+        Overloaded() {
+            super(503, "api_error", "overloaded", "This instance has more requests waiting than it admits and took no"
+                    + " claim: nothing was done with this request. Retry it with the same Idempotency-Key.", null, Duration.ofSeconds(1));
+        }
+
+        @Override
+        public synchronized Throwable fillInStackTrace() {
+            return this;
+        }
     }
 
     private final class Turn<T> {
@@ -165,32 +246,46 @@ public class ClaimQueue {
         }
 
         /**
-         * Started by the thread that freed a place, another request's: the executor must take this request's context,
-         * not that one's, so the start goes through this request's context first (one task on its event loop).
+         * Started by the thread that freed a place, another request's. The executor must take this request's context,
+         * not that one's: the start goes through this request's context first (one task on its event loop). Without a
+         * context (a caller outside Vert.x) there is none to carry, and a plain virtual thread runs it. False when it
+         * could not be started (answered 503, the place not taken).
          */
-        void startQueued() {
+        boolean startQueued() {
             if (context == null) {
-                start(threads);
-                return;
+                try {
+                    Thread.ofVirtual().start(this::run);
+                    return true;
+                } catch (Throwable e) {
+                    return refuse(e);
+                }
             }
             try {
-                context.runOnContext(ignored -> start(threads));
-            } catch (RuntimeException e) {
-                giveUp(e);
+                context.runOnContext(ignored -> {
+                    if (!start()) {
+                        passOn();
+                    }
+                });
+                return true;
+            } catch (Throwable e) {
+                return refuse(e);
             }
         }
 
-        void start(Executor executor) {
+        /** Runs the work on the executor; false when it refused (answered 503, the place to be passed on). */
+        boolean start() {
             try {
-                executor.execute(this::run);
-            } catch (RuntimeException e) {
-                giveUp(e); // the executor is shut down: the place must not be lost with the task
+                threads.execute(this::run);
+                return true;
+            } catch (Throwable e) {
+                return refuse(e);
             }
         }
 
-        private void giveUp(RuntimeException e) {
-            passOn();
-            answer.completeExceptionally(e);
+        private boolean refuse(Throwable e) {
+            LOG.debugf(e, "a request could not be started (shutting down?)");
+            answer.completeExceptionally(new Overloaded());
+            return false;
         }
 
         private void run() {
@@ -203,7 +298,7 @@ public class ClaimQueue {
                 answer.completeExceptionally(t);
                 return;
             }
-            claimMade(); // before the answer is written: completing may run the response's writing on this thread
+            claimMade(); // the answer's writing does not need the place
             answer.complete(result);
         }
     }

@@ -13,8 +13,10 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -31,14 +33,18 @@ class ClaimQueueTest {
     private static final long PATIENCE_SECONDS = 30; // a busy machine is slow; nothing here waits this long when it passes
     private final ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
     private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    private final List<ClaimQueue> queues = new ArrayList<>();
 
     @AfterEach
     void stop() {
         threads.shutdownNow();
+        queues.forEach(ClaimQueue::stop);
     }
 
     private ClaimQueue queue(int atOnce, int capacity, Duration maxWait) {
-        return new ClaimQueue(atOnce, capacity, maxWait, registry);
+        ClaimQueue queue = new ClaimQueue(atOnce, capacity, maxWait, registry);
+        queues.add(queue);
+        return queue;
     }
 
     @Test
@@ -68,6 +74,7 @@ class ClaimQueueTest {
         stripeAnswers.countDown();
         assertEquals("first", first.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
         assertEquals(0, queue.queued());
+        assertEquals(1, queue.freePlaces());
     }
 
     @Test
@@ -132,6 +139,7 @@ class ClaimQueueTest {
         assertEquals("a replay found by a peek", noClaim.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
         assertEquals("after", after.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
         assertEquals(0, queue.queued());
+        assertEquals(1, queue.freePlaces());
     }
 
     @Test
@@ -168,9 +176,9 @@ class ClaimQueueTest {
     }
 
     /**
-     * Two thousand requests, eight places, each request's Stripe call after its claim taking 20 ms: never more than
-     * eight between start and claim, every request answered, and far more than eight in their Stripe call at once
-     * (the latency is hidden, not serialised behind the places).
+     * Two thousand requests, eight places: never more than eight between start and claim, every request answered, and
+     * the Stripe calls after the claims overlap. The first 33 requests past their claim wait for each other: with the
+     * places held across the Stripe call only eight could ever be there at once, and they would wait forever.
      */
     @Test
     void underManyRequestsAtMostThePlacesAreBeforeTheirClaimAndTheStripeCallsOverlap() throws Exception {
@@ -178,8 +186,7 @@ class ClaimQueueTest {
         ClaimQueue queue = queue(places, 10_000, Duration.ofMinutes(1));
         AtomicInteger beforeClaim = new AtomicInteger();
         AtomicInteger mostBeforeClaim = new AtomicInteger();
-        AtomicInteger inStripe = new AtomicInteger();
-        AtomicInteger mostInStripe = new AtomicInteger();
+        CountDownLatch inStripeTogether = new CountDownLatch(4 * places + 1);
         List<CompletableFuture<Integer>> answers = new ArrayList<>();
         for (int i = 0; i < 2_000; i++) {
             int n = i;
@@ -188,9 +195,8 @@ class ClaimQueueTest {
                 sleep(1); // the claim
                 beforeClaim.decrementAndGet();
                 ClaimQueue.claimMade();
-                mostInStripe.accumulateAndGet(inStripe.incrementAndGet(), Math::max);
-                sleep(20);
-                inStripe.decrementAndGet();
+                inStripeTogether.countDown();
+                await(inStripeTogether); // the Stripe call: the first ones' end only once 33 are in one at once
                 return n;
             }, threads));
         }
@@ -198,9 +204,47 @@ class ClaimQueueTest {
             assertEquals(i, answers.get(i).get(PATIENCE_SECONDS, TimeUnit.SECONDS));
         }
         assertTrue(mostBeforeClaim.get() <= places, "before their claim at once: " + mostBeforeClaim.get());
-        assertTrue(mostInStripe.get() > 4 * places, "in their Stripe call at once: " + mostInStripe.get()
-                + "; the places were held across it");
         assertEquals(0, queue.queued());
+        assertEquals(places, queue.freePlaces(), "every place came back");
+    }
+
+    @Test
+    void aRequestIsRefusedAtItsWaitEvenWhenNoPlaceComesFree() throws Exception {
+        ClaimQueue queue = queue(1, 10, Duration.ofMillis(100));
+        CountDownLatch release = new CountDownLatch(1);
+        CompletableFuture<String> stuck = queue.submit(() -> {
+            await(release); // a holder stuck behind a frozen database
+            return "stuck";
+        }, threads);
+        AtomicBoolean ran = new AtomicBoolean();
+        long queuedAt = System.nanoTime();
+        CompletableFuture<String> waiting = queue.submit(() -> {
+            ran.set(true);
+            return "waiting";
+        }, threads);
+
+        assertOverloaded(waiting);
+        long answeredAfter = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - queuedAt);
+        assertTrue(answeredAfter >= 100, "refused before its wait: " + answeredAfter + " ms");
+        assertFalse(stuck.isDone(), "the holder is still stuck: the refusal did not wait for a place");
+        assertFalse(ran.get());
+        assertEquals(0, queue.queued());
+        release.countDown();
+        assertEquals("stuck", stuck.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
+        assertEquals(1, queue.freePlaces());
+    }
+
+    @Test
+    void aRequestThatCannotBeStartedIsRefusedAndItsPlaceIsNotLost() throws Exception {
+        ClaimQueue queue = queue(2, 10, Duration.ofMinutes(1));
+        Executor shutDown = task -> {
+            throw new RejectedExecutionException("shutting down");
+        };
+        for (int i = 0; i < 5; i++) {
+            assertOverloaded(queue.submit(() -> "never", shutDown));
+        }
+        assertEquals(2, queue.freePlaces(), "no place was lost to a refused start");
+        assertEquals("after", queue.submit(() -> "after", threads).get(PATIENCE_SECONDS, TimeUnit.SECONDS));
     }
 
     @Test
