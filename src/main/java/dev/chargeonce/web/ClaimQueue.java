@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import jakarta.annotation.PreDestroy;
+import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -57,13 +58,21 @@ public class ClaimQueue {
     private int free;
     private final Counter refusedFull;
     private final Counter refusedWait;
-    private final Thread sweeper;
+    private final Thread sweeper; // null: none (tests)
     private volatile boolean stopped;
 
+    @Inject
     ClaimQueue(@ConfigProperty(name = "chargeonce.admission.claims-at-once", defaultValue = "32") int atOnce,
                @ConfigProperty(name = "chargeonce.admission.queue-size", defaultValue = "10000") int capacity,
                @ConfigProperty(name = "chargeonce.admission.queue-wait", defaultValue = "5s") Duration maxWait,
                MeterRegistry registry) {
+        // A look every fifth of the longest wait (10-100 ms): a request is refused at most that much past its wait.
+        this(atOnce, capacity, maxWait, registry,
+                Math.max(TimeUnit.MILLISECONDS.toNanos(10), Math.min(TimeUnit.MILLISECONDS.toNanos(100), maxWait.toNanos() / 5)));
+    }
+
+    /** {@code sweepEveryNanos} 0: no sweeper (a test of what happens without it). */
+    ClaimQueue(int atOnce, int capacity, Duration maxWait, MeterRegistry registry, long sweepEveryNanos) {
         if (atOnce < 1 || capacity < 0 || maxWait.isNegative() || maxWait.isZero()) {
             throw new IllegalArgumentException("chargeonce.admission: claims-at-once must be at least 1 (is " + atOnce
                     + "), queue-size at least 0 (is " + capacity + "), queue-wait positive (is " + maxWait + ")");
@@ -74,19 +83,32 @@ public class ClaimQueue {
         registry.gauge("chargeonce.admission.queued", this, ClaimQueue::queued);
         this.refusedFull = registry.counter("chargeonce.admission.refused", "reason", "queue_full");
         this.refusedWait = registry.counter("chargeonce.admission.refused", "reason", "waited_too_long");
-        // A look every fifth of the longest wait (10-100 ms): a request is refused at most that much past its wait.
-        long sweepEvery = Math.max(TimeUnit.MILLISECONDS.toNanos(10), Math.min(TimeUnit.MILLISECONDS.toNanos(100), maxWaitNanos / 5));
-        // No context class loader: the thread must not keep an application's class loader alive after it stops.
-        sweeper = Thread.ofPlatform().daemon().name("chargeonce-claim-queue-sweeper").unstarted(() -> sweepEvery(sweepEvery));
-        sweeper.setContextClassLoader(null);
-        sweeper.start();
+        if (sweepEveryNanos > 0) {
+            // No context class loader: the thread must not keep an application's class loader alive after it stops.
+            sweeper = Thread.ofPlatform().daemon().name("chargeonce-claim-queue-sweeper").unstarted(() -> sweepEvery(sweepEveryNanos));
+            sweeper.setContextClassLoader(null);
+            sweeper.start();
+        } else {
+            sweeper = null;
+        }
     }
 
-    /** Stops the sweeper (the application shuts down). */
+    /** Stops the sweeper (the application shuts down) and answers what still waits: 503, nothing claimed. */
     @PreDestroy
     void stop() {
         stopped = true;
-        LockSupport.unpark(sweeper);
+        if (sweeper != null) {
+            LockSupport.unpark(sweeper);
+        }
+        List<Turn<?>> left;
+        lock.lock();
+        try {
+            left = new ArrayList<>(queue);
+            queue.clear();
+        } finally {
+            lock.unlock();
+        }
+        left.forEach(turn -> turn.answer.completeExceptionally(new Overloaded()));
     }
 
     /**
@@ -112,11 +134,14 @@ public class ClaimQueue {
      */
     public <T> CompletableFuture<T> submit(Supplier<T> work, Executor threads) {
         CompletableFuture<T> answer = new CompletableFuture<>();
-        Turn<T> turn = new Turn<>(work, answer, threads, Vertx.currentContext(), System.nanoTime());
+        Context context = Vertx.currentContext();
+        Turn<T> turn;
         boolean now = false;
         boolean full = false;
         lock.lock();
         try {
+            // Timed under the lock: the queue stays in order of its turns' times, which the sweeper relies on.
+            turn = new Turn<>(work, answer, threads, context, System.nanoTime());
             if (free > 0) {
                 free--;
                 now = true;
@@ -130,8 +155,13 @@ public class ClaimQueue {
         }
         if (now) {
             // On the caller's thread (the event loop): a context-preserving executor takes the request's context here.
-            if (!turn.start()) {
-                passOn();
+            boolean started = false;
+            try {
+                started = turn.start();
+            } finally {
+                if (!started) {
+                    passOn();
+                }
             }
         } else if (full) {
             refusedFull.increment();
@@ -162,8 +192,9 @@ public class ClaimQueue {
 
     /**
      * A place came free: to the oldest request that has not waited too long and could be started, or back to the free
-     * ones. A loop, not a recursion: a queue of thousands that cannot be started (the event loops shut down) is
-     * answered turn after turn.
+     * ones. A loop, not a recursion: a queue of thousands that cannot be started (the executor shut down) is answered
+     * turn after turn. (A turn handed to an event loop that has closed is dropped by Vert.x without a word: that is the
+     * end of shutdown, whose connections close with it, and its client retries the same key elsewhere.)
      */
     private void passOn() {
         while (true) {

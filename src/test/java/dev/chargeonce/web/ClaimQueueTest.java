@@ -101,9 +101,11 @@ class ClaimQueueTest {
         assertFalse(ran.get(), "a refused request ran its work");
     }
 
+    /** Without the sweeper: the place that comes free finds the request expired, refuses it and is not lost. */
     @Test
     void aRequestThatWaitedTooLongIsRefusedItsWorkNeverRunsAndThePlaceIsNotLost() throws Exception {
-        ClaimQueue queue = queue(1, 10, Duration.ofMillis(100));
+        ClaimQueue queue = new ClaimQueue(1, 10, Duration.ofMillis(100), registry, 0);
+        queues.add(queue);
         CountDownLatch release = new CountDownLatch(1);
         CompletableFuture<String> holder = queue.submit(() -> {
             await(release);
@@ -123,6 +125,27 @@ class ClaimQueueTest {
         assertEquals(1.0, registry.get("chargeonce.admission.refused").tag("reason", "waited_too_long").counter().count());
         assertEquals("next", queue.submit(() -> "next", threads).get(PATIENCE_SECONDS, TimeUnit.SECONDS),
                 "the place came back after the refusal");
+        assertEquals(1, queue.freePlaces());
+    }
+
+    @Test
+    void whatStillWaitsAtShutdownIsAnsweredAndNeverRuns() throws Exception {
+        ClaimQueue queue = queue(1, 10, Duration.ofMinutes(1));
+        CountDownLatch release = new CountDownLatch(1);
+        CompletableFuture<String> holder = queue.submit(() -> {
+            await(release);
+            return "holder";
+        }, threads);
+        AtomicBoolean ran = new AtomicBoolean();
+        CompletableFuture<String> waiting = queue.submit(() -> {
+            ran.set(true);
+            return "waiting";
+        }, threads);
+        queue.stop();
+        assertOverloaded(waiting);
+        release.countDown();
+        assertEquals("holder", holder.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
+        assertFalse(ran.get());
     }
 
     @Test
