@@ -16,6 +16,7 @@
 #   --versus-jar J with --focus: also start that build of the service beside this one (same database, same stand-in)
 #                  and measure both in the same rounds, interleaved: a change's effect without the drift between runs
 #   --rounds N     with --focus or --slow: rounds of measurements (default 2)
+#   --focus-concurrency C   with --focus: the concurrency of its runs (default 32; 1 measures the added latency)
 #   --slow         after the warm-up, only scenario 4 (slow Stripe) at its largest number in flight: service,
 #                  pass-through (and --versus-jar's build), with CPU per charge of each process and the statements
 #                  PostgreSQL ran, interleaved in rounds, and each service's zero-latency rate at concurrency 16
@@ -39,6 +40,7 @@ source bench/lib.sh
 DURATION=10
 PROFILE=0
 SLOW_ONLY=0
+FOCUS_C=32
 FOCUS=0
 SOAK_MINUTES=0
 SERVICE_JAR_ARG=""
@@ -56,6 +58,7 @@ while [ $# -gt 0 ]; do
     --profile) PROFILE=1; shift ;;
     --focus) FOCUS=1; shift ;;
     --slow) SLOW_ONLY=1; shift ;;
+    --focus-concurrency) FOCUS_C="$2"; shift 2 ;;
     --soak) SOAK_MINUTES="${2%m}"; shift 2 ;;
     --service-jar) SERVICE_JAR_ARG="$2"; shift 2 ;;
     --versus-jar) VERSUS_JAR="$2"; shift 2 ;;
@@ -443,21 +446,21 @@ fi
 
 # ---- focus (--focus): CPU per new charge and per replay, service against pass-through, side by side -------------
 if [ "$FOCUS" = 1 ]; then
-  log "focus: new charges and replays at concurrency 32, $DURATION s each, twice, interleaved"
+  log "focus: new charges and replays at concurrency $FOCUS_C, $DURATION s each, $ROUNDS rounds, interleaved"
   statements() { # statements <file>: what PostgreSQL ran since the last reset, most called first
     psql_at "$PG_PORT" chargeonce -At -F' | ' -c "SELECT calls, round(total_exec_time::numeric, 1), rows, wal_records, wal_fpi,
         regexp_replace(left(query, 160), '\s+', ' ', 'g') FROM pg_stat_statements ORDER BY calls DESC LIMIT 25" >"$1"
   }
   for round in $(seq 1 "$ROUNDS"); do
     psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
-    stripe_reset 0; wrk_run "f-svc-new-$round" "$SVC_PORT" 32 "$DURATION" new
+    stripe_reset 0; wrk_run "f-svc-new-$round" "$SVC_PORT" "$FOCUS_C" "$DURATION" new
     statements "$OUT/f-svc-new-$round.statements"
-    stripe_reset 0; wrk_run "f-pt-new-$round" "$PT_PORT" 32 "$DURATION" new
-    [ -n "$VERSUS_JAR" ] && { stripe_reset 0; wrk_run "f-vs-new-$round" "$VS_PORT" 32 "$DURATION" new; }
+    stripe_reset 0; wrk_run "f-pt-new-$round" "$PT_PORT" "$FOCUS_C" "$DURATION" new
+    [ -n "$VERSUS_JAR" ] && { stripe_reset 0; wrk_run "f-vs-new-$round" "$VS_PORT" "$FOCUS_C" "$DURATION" new; }
     psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
-    wrk_run "f-svc-replay-$round" "$SVC_PORT" 32 "$DURATION" replay $(( REPLAY_POOL / 10 ))
+    wrk_run "f-svc-replay-$round" "$SVC_PORT" "$FOCUS_C" "$DURATION" replay $(( REPLAY_POOL / 10 ))
     statements "$OUT/f-svc-replay-$round.statements"
-    [ -n "$VERSUS_JAR" ] && wrk_run "f-vs-replay-$round" "$VS_PORT" 32 "$DURATION" replay $(( REPLAY_POOL / 10 ))
+    [ -n "$VERSUS_JAR" ] && wrk_run "f-vs-replay-$round" "$VS_PORT" "$FOCUS_C" "$DURATION" replay $(( REPLAY_POOL / 10 ))
   done
   for round in 1 2; do # today's statements and those before issue 14, interleaved
     pgbench_run "f-pgb-pair-$round" claim_finish.sql 16 "$DURATION"
