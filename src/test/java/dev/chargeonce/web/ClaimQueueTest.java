@@ -81,16 +81,10 @@ class ClaimQueueTest {
     void aFullQueueIsRefusedAtOnceAndItsWorkNeverRuns() throws Exception {
         ClaimQueue queue = queue(1, 1, Duration.ofMinutes(1));
         CountDownLatch release = new CountDownLatch(1);
-        CompletableFuture<String> holder = queue.submit(() -> {
-            await(release);
-            return "holder";
-        }, threads);
+        CompletableFuture<String> holder = holdUntil(queue, release);
         CompletableFuture<String> queued = queue.submit(() -> "queued", threads);
         AtomicBoolean ran = new AtomicBoolean();
-        CompletableFuture<String> refused = queue.submit(() -> {
-            ran.set(true);
-            return "refused";
-        }, threads);
+        CompletableFuture<String> refused = marking(queue, ran, "refused");
 
         assertTrue(refused.isDone(), "a full queue answers at once");
         assertOverloaded(refused);
@@ -107,15 +101,9 @@ class ClaimQueueTest {
         ClaimQueue queue = new ClaimQueue(1, 10, Duration.ofMillis(100), registry, 0);
         queues.add(queue);
         CountDownLatch release = new CountDownLatch(1);
-        CompletableFuture<String> holder = queue.submit(() -> {
-            await(release);
-            return "holder";
-        }, threads);
+        CompletableFuture<String> holder = holdUntil(queue, release);
         AtomicBoolean ran = new AtomicBoolean();
-        CompletableFuture<String> late = queue.submit(() -> {
-            ran.set(true);
-            return "late";
-        }, threads);
+        CompletableFuture<String> late = marking(queue, ran, "late");
         Thread.sleep(300);
         release.countDown();
 
@@ -132,15 +120,9 @@ class ClaimQueueTest {
     void whatStillWaitsAtShutdownIsAnsweredAndNeverRuns() throws Exception {
         ClaimQueue queue = queue(1, 10, Duration.ofMinutes(1));
         CountDownLatch release = new CountDownLatch(1);
-        CompletableFuture<String> holder = queue.submit(() -> {
-            await(release);
-            return "holder";
-        }, threads);
+        CompletableFuture<String> holder = holdUntil(queue, release);
         AtomicBoolean ran = new AtomicBoolean();
-        CompletableFuture<String> waiting = queue.submit(() -> {
-            ran.set(true);
-            return "waiting";
-        }, threads);
+        CompletableFuture<String> waiting = marking(queue, ran, "waiting");
         queue.stop();
         assertOverloaded(waiting);
         release.countDown();
@@ -235,16 +217,10 @@ class ClaimQueueTest {
     void aRequestIsRefusedAtItsWaitEvenWhenNoPlaceComesFree() throws Exception {
         ClaimQueue queue = queue(1, 10, Duration.ofMillis(100));
         CountDownLatch release = new CountDownLatch(1);
-        CompletableFuture<String> stuck = queue.submit(() -> {
-            await(release); // a holder stuck behind a frozen database
-            return "stuck";
-        }, threads);
+        CompletableFuture<String> stuck = holdUntil(queue, release); // a holder stuck behind a frozen database
         AtomicBoolean ran = new AtomicBoolean();
         long queuedAt = System.nanoTime();
-        CompletableFuture<String> waiting = queue.submit(() -> {
-            ran.set(true);
-            return "waiting";
-        }, threads);
+        CompletableFuture<String> waiting = marking(queue, ran, "waiting");
 
         assertOverloaded(waiting);
         long answeredAfter = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - queuedAt);
@@ -253,7 +229,7 @@ class ClaimQueueTest {
         assertFalse(ran.get());
         assertEquals(0, queue.queued());
         release.countDown();
-        assertEquals("stuck", stuck.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
+        assertEquals("holder", stuck.get(PATIENCE_SECONDS, TimeUnit.SECONDS));
         assertEquals(1, queue.freePlaces());
     }
 
@@ -275,6 +251,22 @@ class ClaimQueueTest {
         assertThrows(IllegalArgumentException.class, () -> queue(0, 10, Duration.ofSeconds(1)));
         assertThrows(IllegalArgumentException.class, () -> queue(1, -1, Duration.ofSeconds(1)));
         assertThrows(IllegalArgumentException.class, () -> queue(1, 10, Duration.ZERO));
+    }
+
+    /** Work that holds its place (it makes no claim) until {@code release}; answers "holder". */
+    private CompletableFuture<String> holdUntil(ClaimQueue queue, CountDownLatch release) {
+        return queue.submit(() -> {
+            await(release);
+            return "holder";
+        }, threads);
+    }
+
+    /** Work that marks {@code ran} when it runs. */
+    private CompletableFuture<String> marking(ClaimQueue queue, AtomicBoolean ran, String answer) {
+        return queue.submit(() -> {
+            ran.set(true);
+            return answer;
+        }, threads);
     }
 
     private static void assertOverloaded(CompletableFuture<?> answer) {
