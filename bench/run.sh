@@ -14,7 +14,9 @@
 #                  replays at concurrency 32, with CPU per request of each process, then stop (a few minutes)
 #   --service-jar J  measure another build of the service (its quarkus-run.jar), e.g. an earlier commit's
 #   --versus-jar J with --focus: also start that build of the service beside this one (same database, same stand-in)
-#                  and measure both in the same rounds, interleaved: a change's effect without the drift between runs
+#                  and measure both in the same rounds, interleaved: a change's effect without the drift between runs;
+#                  odd rounds measure this build first, even rounds the other (on this machine the first place in a
+#                  round costs more, whichever build has it: run an even number of rounds)
 #   --rounds N     with --focus or --slow: rounds of measurements (default 2)
 #   --focus-concurrency C   with --focus: the concurrency of its runs (default 32; 1 measures the added latency)
 #   --slow         after the warm-up, only scenario 4 (slow Stripe) at its largest number in flight: service,
@@ -444,6 +446,16 @@ if [ "$PROFILE" = 1 ]; then
   exit 0
 fi
 
+# The builds a round of --focus or --slow measures, in its order: this one first in odd rounds, --versus-jar's first
+# in even ones. Whichever runs first in a round was measured slower on this machine (README, "a queue before the
+# claim"), so a fixed order favours one build.
+builds_in_order() {
+  if [ -z "$VERSUS_JAR" ]; then echo svc
+  elif [ $(( $1 % 2 )) = 1 ]; then echo "svc vs"
+  else echo "vs svc"; fi
+}
+port_of() { case $1 in svc) echo "$SVC_PORT" ;; vs) echo "$VS_PORT" ;; pt) echo "$PT_PORT" ;; esac; }
+
 # ---- focus (--focus): CPU per new charge and per replay, service against pass-through, side by side -------------
 if [ "$FOCUS" = 1 ]; then
   log "focus: new charges and replays at concurrency $FOCUS_C, $DURATION s each, $ROUNDS rounds, interleaved"
@@ -451,16 +463,22 @@ if [ "$FOCUS" = 1 ]; then
     psql_at "$PG_PORT" chargeonce -At -F' | ' -c "SELECT calls, round(total_exec_time::numeric, 1), rows, wal_records, wal_fpi,
         regexp_replace(left(query, 160), '\s+', ' ', 'g') FROM pg_stat_statements ORDER BY calls DESC LIMIT 25" >"$1"
   }
+  focus_new() { # focus_new <svc|vs> <round>: new charges (and, for this build, the statements they ran)
+    psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
+    stripe_reset 0; wrk_run "f-$1-new-$2" "$(port_of "$1")" "$FOCUS_C" "$DURATION" new
+    if [ "$1" = svc ]; then statements "$OUT/f-svc-new-$2.statements"; fi
+  }
+  focus_replay() { # focus_replay <svc|vs> <round>
+    psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
+    wrk_run "f-$1-replay-$2" "$(port_of "$1")" "$FOCUS_C" "$DURATION" replay $(( REPLAY_POOL / 10 ))
+    if [ "$1" = svc ]; then statements "$OUT/f-svc-replay-$2.statements"; fi
+  }
   for round in $(seq 1 "$ROUNDS"); do
-    psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
-    stripe_reset 0; wrk_run "f-svc-new-$round" "$SVC_PORT" "$FOCUS_C" "$DURATION" new
-    statements "$OUT/f-svc-new-$round.statements"
+    builds=$(builds_in_order "$round"); first=${builds%% *}
+    focus_new "$first" "$round"
     stripe_reset 0; wrk_run "f-pt-new-$round" "$PT_PORT" "$FOCUS_C" "$DURATION" new
-    [ -n "$VERSUS_JAR" ] && { stripe_reset 0; wrk_run "f-vs-new-$round" "$VS_PORT" "$FOCUS_C" "$DURATION" new; }
-    psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
-    wrk_run "f-svc-replay-$round" "$SVC_PORT" "$FOCUS_C" "$DURATION" replay $(( REPLAY_POOL / 10 ))
-    statements "$OUT/f-svc-replay-$round.statements"
-    [ -n "$VERSUS_JAR" ] && wrk_run "f-vs-replay-$round" "$VS_PORT" "$FOCUS_C" "$DURATION" replay $(( REPLAY_POOL / 10 ))
+    for build in ${builds#"$first"}; do focus_new "$build" "$round"; done
+    for build in $builds; do focus_replay "$build" "$round"; done
   done
   for round in 1 2; do # today's statements and those before issue 14, interleaved
     pgbench_run "f-pgb-pair-$round" claim_finish.sql 16 "$DURATION"
@@ -479,8 +497,8 @@ if [ "$SLOW_ONLY" = 1 ]; then
   log "slow: Stripe latency ${SLOW_LATENCY_MS} ms, $inflight in flight, $SLOW_D s each, $ROUNDS rounds, interleaved"
   targets="svc pt"; [ -n "$VERSUS_JAR" ] && targets="svc vs pt"
   for round in $(seq 1 "$ROUNDS"); do
-    for target in $targets; do
-      case $target in svc) port=$SVC_PORT ;; vs) port=$VS_PORT ;; pt) port=$PT_PORT ;; esac
+    for target in $(builds_in_order "$round") pt; do
+      port=$(port_of "$target")
       psql_at "$PG_PORT" chargeonce -c "SELECT pg_stat_statements_reset()" >/dev/null
       stripe_reset "$SLOW_LATENCY_MS"
       wrk_run "slow-$target-$round" "$port" "$inflight" "$SLOW_D" new

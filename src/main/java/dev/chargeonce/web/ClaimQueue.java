@@ -210,8 +210,7 @@ public class ClaimQueue {
                 lock.unlock();
             }
             if (System.nanoTime() - next.queuedAt > maxWaitNanos) {
-                refusedWait.increment();
-                next.answer.completeExceptionally(new Overloaded());
+                refuseWaitedTooLong(next);
             } else if (next.startQueued()) {
                 return;
             }
@@ -242,10 +241,12 @@ public class ClaimQueue {
         } finally {
             lock.unlock();
         }
-        for (Turn<?> turn : expired) {
-            refusedWait.increment();
-            turn.answer.completeExceptionally(new Overloaded());
-        }
+        expired.forEach(this::refuseWaitedTooLong);
+    }
+
+    private void refuseWaitedTooLong(Turn<?> turn) {
+        refusedWait.increment();
+        turn.answer.completeExceptionally(new Overloaded());
     }
 
     /** 503 overloaded. Without a stack trace: it is an answer, made in numbers exactly when the service is busiest. */
