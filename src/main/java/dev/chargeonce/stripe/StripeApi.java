@@ -114,12 +114,15 @@ class StripeApi {
     private final TryWatchdog watchdog = new TryWatchdog();
     private final long createTryNanos;
     private final long refundTryNanos;
+    /** The SDK's read timeout, in nanoseconds (0: none): what bounds a watched try on a virtual thread besides its limit. */
+    private final long readTimeoutNanos;
     /** Tries the watchdog ended (what Fault Tolerance's {@code ft_timeout} metrics counted before it). */
     private final Counter createTriesExpired;
     private final Counter refundTriesExpired;
 
-    StripeApi(StripeClients clients, Config config, MeterRegistry registry) {
+    StripeApi(StripeClients clients, StripeConfig stripe, Config config, MeterRegistry registry) {
         this.clients = clients;
+        this.readTimeoutNanos = Math.max(0, stripe.readTimeout().toNanos());
         this.createTryNanos = tryLimitNanos(config, "create");
         this.refundTryNanos = tryLimitNanos(config, "createRefund");
         this.createTriesExpired = registry.counter(TRIES_EXPIRED, "call", "create");
@@ -148,7 +151,7 @@ class StripeApi {
     @Bulkhead(2048)
     PaymentIntent create(PaymentIntentCreateParams params, String idempotencyKey, long sendBefore, SendLog log)
             throws StripeException {
-        return send(sendBefore, createTryNanos, createTriesExpired, log, () -> clients.client().v1().paymentIntents().create(params,
+        return send(sendBefore, createTryNanos, createTriesExpired, log, client -> client.v1().paymentIntents().create(params,
                 RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
     }
 
@@ -166,18 +169,18 @@ class StripeApi {
     @Bulkhead(2048)
     com.stripe.model.Refund createRefund(com.stripe.param.RefundCreateParams params, String idempotencyKey, long sendBefore,
                                          SendLog log) throws StripeException {
-        return send(sendBefore, refundTryNanos, refundTriesExpired, log, () -> clients.client().v1().refunds().create(params,
+        return send(sendBefore, refundTryNanos, refundTriesExpired, log, client -> client.v1().refunds().create(params,
                 RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
     }
 
     @FunctionalInterface
     interface StripeRequest<T> {
-        T send() throws StripeException;
+        T send(com.stripe.StripeClient client) throws StripeException;
     }
 
     /**
-     * One try: sent only inside the lease, ended by the watchdog after {@code limitNanos}, recorded in the call's log,
-     * its failure thrown as what it proves. A try the watchdog ended is a {@link TimeoutException}, whatever the
+     * One try: sent only inside the lease, ended by the watchdog after {@link #tryLimitNanos}, recorded in the call's
+     * log, its failure thrown as what it proves. A try the watchdog ended is a {@link TimeoutException}, whatever the
      * interrupted I/O threw (it may have reached Stripe: the log keeps it as maybe executed).
      */
     private <T> T send(long sendBefore, long limitNanos, Counter expiredTries, SendLog log,
@@ -185,20 +188,39 @@ class StripeApi {
         if (System.nanoTime() - sendBefore >= 0) {
             throw new LeaseSpentException();
         }
-        try (TryWatchdog.Watch watch = watchdog.start(limitNanos)) {
+        boolean virtualThread = Thread.currentThread().isVirtual();
+        long tryNanos = tryLimitNanos(limitNanos, virtualThread);
+        com.stripe.StripeClient client = clients.forWatchedTry(virtualThread);
+        try (TryWatchdog.Watch watch = watchdog.start(tryNanos)) {
             try {
-                return sendOnce(log, request);
+                return sendOnce(log, () -> request.send(client));
             } catch (StripeException | RuntimeException e) {
                 if (watch.expired()) {
                     expiredTries.increment();
-                    throw new TimeoutException("the Stripe try took longer than " + java.time.Duration.ofNanos(limitNanos), e);
+                    throw new TimeoutException("the Stripe try took longer than " + java.time.Duration.ofNanos(tryNanos), e);
                 }
                 throw e;
             }
         }
     }
 
-    private static <T> T sendOnce(SendLog log, StripeRequest<T> request) throws StripeException {
+    /**
+     * How long the watchdog lets one try run: its limit ({@code Timeout/value}) and, on a virtual thread, where the
+     * SDK's client has no read timeout ({@link StripeClients#forWatchedTry}), no longer than the read timeout either.
+     * That bound is tighter than the read timeout it replaces (which restarts with every byte and counts neither the
+     * connect nor the send), so the call's budget ({@link StripeCallBudget}: at most the limit, and at most connect +
+     * read timeout per try) still holds.
+     */
+    long tryLimitNanos(long limitNanos, boolean virtualThread) {
+        return virtualThread && readTimeoutNanos > 0 ? Math.min(limitNanos, readTimeoutNanos) : limitNanos;
+    }
+
+    @FunctionalInterface
+    private interface OneTry<T> {
+        T send() throws StripeException;
+    }
+
+    private static <T> T sendOnce(SendLog log, OneTry<T> request) throws StripeException {
         // Until an answer proves otherwise, a try that was started may have run at Stripe (a timeout interrupts it
         // from outside, and it stays "maybe").
         log.trying();

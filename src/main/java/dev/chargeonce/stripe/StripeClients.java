@@ -3,7 +3,10 @@ package dev.chargeonce.stripe;
 import com.stripe.StripeClient;
 import jakarta.enterprise.context.ApplicationScoped;
 
-/** The one configured {@link StripeClient}: explicit timeouts, our own retries, the configured API base. */
+/**
+ * The configured {@link StripeClient}s: explicit timeouts, our own retries, the configured API base. Two of them, the
+ * same but for the read timeout: see {@link #forWatchedTry}.
+ */
 @ApplicationScoped
 class StripeClients {
 
@@ -19,6 +22,8 @@ class StripeClients {
     }
 
     private final StripeClient client;
+    /** {@link #client}, without a read timeout: for a try {@link TryWatchdog} bounds on a virtual thread. */
+    private final StripeClient watchedTryClient;
 
     StripeClients(StripeConfig config) {
         // The SDK's transport is HttpURLConnection, whose keep-alive cache holds 5 connections per host unless
@@ -26,16 +31,34 @@ class StripeClients {
         if (System.getProperty("http.maxConnections") == null) {
             System.setProperty("http.maxConnections", "256");
         }
-        this.client = StripeClient.builder()
+        this.client = build(config, (int) config.readTimeout().toMillis());
+        this.watchedTryClient = build(config, 0); // 0: HttpURLConnection waits without a timer
+    }
+
+    private static StripeClient build(StripeConfig config, int readTimeoutMillis) {
+        return StripeClient.builder()
                 .setApiKey(config.apiKey())
                 .setApiBase(config.apiBase())
                 .setConnectTimeout((int) config.connectTimeout().toMillis())
-                .setReadTimeout((int) config.readTimeout().toMillis())
+                .setReadTimeout(readTimeoutMillis)
                 .setMaxNetworkRetries(config.maxNetworkRetries())
                 .build();
     }
 
+    /** For every call that {@link TryWatchdog} does not bound (retrieves, lists): the SDK's own timeouts bound it. */
     StripeClient client() {
         return client;
+    }
+
+    /**
+     * For one try of a create that {@link TryWatchdog} bounds ({@link StripeApi}). On a virtual thread the client has no
+     * read timeout: the watchdog ends the try at the read timeout instead ({@link StripeApi#tryLimitNanos}), since a
+     * virtual thread interrupted in a socket read has its socket closed. Why: a read with a timeout parks its virtual
+     * thread with a timer task, scheduled and cancelled on the JDK's {@code DelayScheduler} for every call (5% of the
+     * service's CPU per new charge in the profile of issue 14). On a platform thread (the recovery worker, the Kafka
+     * consumer) an interrupt does not end a socket read: there the SDK's read timeout stays.
+     */
+    StripeClient forWatchedTry(boolean virtualThread) {
+        return virtualThread ? watchedTryClient : client;
     }
 }

@@ -28,8 +28,11 @@ public interface StripeConfig {
     Duration connectTimeout();
 
     /**
-     * The SDK's own read timeout (its default is 80 s). Kept below a try's limit (Timeout/value, TryWatchdog) so that the socket,
-     * not an interrupt, ends a slow call.
+     * How long a create's try waits for Stripe's answer (the SDK's default is 80 s). On a virtual thread (the requests'
+     * calls) the watchdog ends the try once this much time has passed since it started, or at the try's limit
+     * (Timeout/value) if that is shorter, and the SDK's client has no read timeout of its own
+     * ({@code StripeClients#forWatchedTry}); on a platform thread (the recovery worker, the Kafka consumer) and for
+     * lookups it is the SDK's socket read timeout. 0: no read timeout (the try's limit alone).
      */
     @WithDefault("8s")
     Duration readTimeout();

@@ -15,8 +15,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Stripe slower than the read timeout: the service gives up on the socket while Stripe goes on charging. The
- * answer is "unknown" (503), the retries re-send the same Stripe key, and the payment exists once.
+ * Stripe slower than the read timeout: the service gives up on the try (the watchdog ends it at the read timeout on
+ * the request's virtual thread) while Stripe goes on charging. The answer is "unknown" (503), the retries re-send
+ * the same Stripe key, and the payment exists once.
  */
 class StripeTimeoutIT {
 

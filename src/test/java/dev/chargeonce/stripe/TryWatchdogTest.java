@@ -174,7 +174,7 @@ class TryWatchdogTest {
         org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
                 .withDefaultValue(StripeApi.CONFIG_ROOT + "create/Timeout/value", "1").build();
         io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
-        StripeApi api = new StripeApi(new StripeClients(stripe), config, registry);
+        StripeApi api = new StripeApi(new StripeClients(stripe), stripe, config, registry);
         SendLog log = new SendLog();
         CompletableFuture<Throwable> thrown = new CompletableFuture<>();
         long[] tookMillis = {0};
@@ -201,6 +201,79 @@ class TryWatchdogTest {
         assertEquals(0.0, registry.get(StripeApi.TRIES_EXPIRED).tag("call", "createRefund").counter().count());
     }
 
+    /**
+     * A Stripe that takes the request and never answers, with a try limit (5 s) longer than the read timeout (700 ms):
+     * on a virtual thread, where the service runs its requests' calls, the SDK's client has no read timeout (a timed read
+     * costs a timer task per call) and the watchdog ends the try at the read timeout instead, as the same
+     * {@code TimeoutException}; on a platform thread (the recovery worker, the Kafka consumer), where an interrupt does
+     * not end a socket read, the SDK's own read timeout ends it. Either way it ends at the read timeout, not the limit.
+     */
+    @Test
+    void aSilentStripeEndsATryAtTheReadTimeoutOnAVirtualThreadAndOnAPlatformThread() throws Exception {
+        int readTimeoutMillis = 700;
+        ServerSocket silent = new ServerSocket(0);
+        Thread.ofPlatform().daemon().start(() -> {
+            while (!silent.isClosed()) {
+                try {
+                    Socket s = silent.accept();
+                    accepted.add(s);
+                    s.getInputStream().read(new byte[4096]); // the request's head; then nothing, until the test closes it
+                } catch (IOException e) {
+                    return;
+                }
+            }
+        });
+        try {
+            StripeConfig stripe = stripeConfig("http://127.0.0.1:" + silent.getLocalPort(), readTimeoutMillis);
+            org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
+                    .withDefaultValue(StripeApi.CONFIG_ROOT + "create/Timeout/value", "5").build();
+            io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+            StripeApi api = new StripeApi(new StripeClients(stripe), stripe, config, registry);
+            try {
+                String onVirtual = oneCreateTry(api, Thread.ofVirtual());
+                assertTrue(onVirtual.startsWith("TimeoutException"), "on a virtual thread the watchdog ends the try: " + onVirtual);
+                assertEquals(1.0, registry.get(StripeApi.TRIES_EXPIRED).tag("call", "create").counter().count(), onVirtual);
+                assertTookAboutTheReadTimeout(onVirtual, readTimeoutMillis);
+
+                String onPlatform = oneCreateTry(api, Thread.ofPlatform().daemon());
+                assertTrue(onPlatform.startsWith("UnreachableException"), "on a platform thread the SDK's read timeout ends it: " + onPlatform);
+                assertEquals(1.0, registry.get(StripeApi.TRIES_EXPIRED).tag("call", "create").counter().count(),
+                        "the watchdog did not end it: " + onPlatform);
+                assertTookAboutTheReadTimeout(onPlatform, readTimeoutMillis);
+            } finally {
+                api.stopWatchdog();
+            }
+        } finally {
+            silent.close();
+        }
+    }
+
+    /** One create try on a new thread of {@code builder}: "<what it threw> <ms it took> <maybe executed>". */
+    private static String oneCreateTry(StripeApi api, Thread.Builder builder) throws Exception {
+        SendLog log = new SendLog();
+        CompletableFuture<String> outcome = new CompletableFuture<>();
+        builder.start(() -> {
+            long started = System.nanoTime();
+            String thrown = "nothing";
+            try {
+                api.create(com.stripe.param.PaymentIntentCreateParams.builder().setAmount(1000L).setCurrency("usd").build(),
+                        "key-silent", System.nanoTime() + TimeUnit.SECONDS.toNanos(60), log);
+            } catch (Throwable e) {
+                thrown = e.getClass().getSimpleName();
+            }
+            outcome.complete(thrown + " " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " " + log.maybeExecuted());
+        });
+        return outcome.get(30, TimeUnit.SECONDS);
+    }
+
+    private static void assertTookAboutTheReadTimeout(String outcome, int readTimeoutMillis) {
+        String[] parts = outcome.split(" ");
+        long took = Long.parseLong(parts[1]);
+        // at the read timeout (the watchdog looks every LOOK_MILLIS), well before the 5 s limit even on a busy machine
+        assertTrue(took >= readTimeoutMillis && took < 3_000, "ended after " + took + " ms: " + outcome);
+        assertEquals("true", parts[2], "a try that was sent may have executed: " + outcome);
+    }
+
     @Test
     void aTryLimitThatIsNotASecondCountIsRefusedAtStartUp() {
         String prefix = StripeApi.CONFIG_ROOT + "create/";
@@ -215,14 +288,18 @@ class TryWatchdogTest {
         assertEquals(StripeApi.TIMEOUT_SECONDS, StripeCallBudget.trySeconds(new io.smallrye.config.SmallRyeConfigBuilder().build(), prefix));
     }
 
-    /** The Stripe settings the SDK client is built from, with this test's read timeout and API base. */
+    /** The Stripe settings the SDK client is built from, with a read timeout (this test's by default) and API base. */
     private static StripeConfig stripeConfig(String apiBase) {
+        return stripeConfig(apiBase, READ_TIMEOUT_MILLIS);
+    }
+
+    private static StripeConfig stripeConfig(String apiBase, int readTimeoutMillis) {
         return (StripeConfig) java.lang.reflect.Proxy.newProxyInstance(StripeConfig.class.getClassLoader(), new Class<?>[]{StripeConfig.class},
                 (proxy, method, args) -> switch (method.getName()) {
                     case "apiKey" -> "sk_test_trickle";
                     case "apiBase" -> apiBase;
                     case "connectTimeout" -> java.time.Duration.ofMillis(READ_TIMEOUT_MILLIS);
-                    case "readTimeout" -> java.time.Duration.ofMillis(READ_TIMEOUT_MILLIS);
+                    case "readTimeout" -> java.time.Duration.ofMillis(readTimeoutMillis);
                     case "maxNetworkRetries" -> 0;
                     default -> throw new UnsupportedOperationException(method.getName());
                 });
