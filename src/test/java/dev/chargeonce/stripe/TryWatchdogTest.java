@@ -274,6 +274,13 @@ class TryWatchdogTest {
         assertEquals("true", parts[2], "a try that was sent may have executed: " + outcome);
     }
 
+    /** The SDK's per-request telemetry (a queue walk, a metrics record, a header serialised with gson) is off. */
+    @Test
+    void theSdksRequestTelemetryIsOff() {
+        new StripeClients(stripeConfig("http://127.0.0.1:" + server.getLocalPort()));
+        assertFalse(com.stripe.Stripe.enableTelemetry, "StripeClients switches the SDK's request telemetry off");
+    }
+
     @Test
     void aTryLimitThatIsNotASecondCountIsRefusedAtStartUp() {
         String prefix = StripeApi.CONFIG_ROOT + "create/";

@@ -56,6 +56,8 @@ public class PassThroughResource {
         if (System.getProperty("http.maxConnections") == null) {
             System.setProperty("http.maxConnections", "256");
         }
+        // As chargeonce's StripeClients: no request telemetry (the SDK's per-request metrics header).
+        com.stripe.Stripe.enableTelemetry = false;
         this.stripe = StripeClient.builder().setApiKey(apiKey).setApiBase(apiBase)
                 .setConnectTimeout(2_000).setReadTimeout(8_000).setMaxNetworkRetries(0).build();
         this.apiKeyHash = clientKeySha256.toLowerCase().getBytes(StandardCharsets.US_ASCII);
@@ -198,10 +200,21 @@ public class PassThroughResource {
         return id.toString();
     }
 
+    /** As chargeonce's {@code Fingerprint.sha256Hex}: a clone of one instance, not a provider lookup per call. */
+    private static final MessageDigest SHA_256;
+
+    static {
+        try {
+            SHA_256 = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private static String sha256Hex(String text) {
         try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8)));
-        } catch (NoSuchAlgorithmException e) {
+            return HexFormat.of().formatHex(((MessageDigest) SHA_256.clone()).digest(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (CloneNotSupportedException e) {
             throw new IllegalStateException(e);
         }
     }
