@@ -379,11 +379,19 @@ class KubernetesManifestsTest {
             assertNoticed(ManifestChecks::monitoring, "PrometheusRule", r -> {
                 ArrayNode rules = (ArrayNode) r.at("/spec/groups/0/rules");
                 for (int i = rules.size() - 1; i >= 0; i--) {
-                    if (rules.get(i).path("expr").asText().contains("ft_circuitbreaker")) {
+                    if (rules.get(i).path("expr").asText().contains("chargeonce_stripe_circuit_open")) {
                         rules.remove(i);
                     }
                 }
             }, "no alert for circuit open");
+        }
+
+        @Test
+        void alertOnFaultToleranceMetricsThatAreOff() {
+            assertNoticed(ManifestChecks::monitoring, "PrometheusRule",
+                    r -> ((ObjectNode) r.at("/spec/groups/0/rules/0")).put("expr",
+                            "max by (method) (ft_circuitbreaker_state_current{job=\"chargeonce\", state=\"open\"}) > 0"),
+                    "an alert uses ft_* metrics");
         }
 
         @Test
