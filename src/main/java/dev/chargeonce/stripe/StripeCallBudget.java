@@ -24,9 +24,11 @@ public final class StripeCallBudget {
     }
 
     private static Duration of(StripeConfig stripe, Config config, String prefix) {
-        // A try ends at its limit (TryWatchdog, up to one of its looks later), or earlier when the SDK's socket
-        // timeouts fire: no byte for that long. (An answer trickled in a byte at a time resets the read timeout and
-        // runs to the limit: the budget assumes Stripe does not answer that way.)
+        // A try ends at its limit (TryWatchdog, up to one of its looks later), or earlier: on a virtual thread at the
+        // read timeout counted from its start (the watchdog again: StripeApi#tryLimitNanos), on a platform thread when
+        // the SDK's socket timeouts fire, no byte for that long. (There an answer trickled in a byte at a time resets
+        // the read timeout, and the watchdog's interrupt does not end a platform thread's socket read: the budget
+        // assumes Stripe does not answer that way.)
         long timeout = Duration.ofSeconds(trySeconds(config, prefix)).toMillis() + TryWatchdog.LOOK_MILLIS;
         long perTry = Math.min(timeout, stripe.connectTimeout().plus(stripe.readTimeout()).toMillis());
         long retries = value(config, prefix, "Retry/maxRetries", StripeApi.MAX_RETRIES);

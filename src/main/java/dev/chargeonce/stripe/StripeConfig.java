@@ -31,7 +31,7 @@ public interface StripeConfig {
      * How long a create's try waits for Stripe's answer (the SDK's default is 80 s). On a virtual thread (the requests'
      * calls) the watchdog ends the try once this much time has passed since it started, or at the try's limit
      * (Timeout/value) if that is shorter, and the SDK's client has no read timeout of its own
-     * ({@code StripeClients#forWatchedTry}); on a platform thread (the recovery worker, the Kafka consumer) and for
+     * ({@code StripeClients#forWatchedTry}); on a platform thread (no create of the service's runs on one) and for
      * lookups it is the SDK's socket read timeout. 0: no read timeout (the try's limit alone).
      */
     @WithDefault("8s")

@@ -205,7 +205,7 @@ class TryWatchdogTest {
      * A Stripe that takes the request and never answers, with a try limit (5 s) longer than the read timeout (700 ms):
      * on a virtual thread, where the service runs its requests' calls, the SDK's client has no read timeout (a timed read
      * costs a timer task per call) and the watchdog ends the try at the read timeout instead, as the same
-     * {@code TimeoutException}; on a platform thread (the recovery worker, the Kafka consumer), where an interrupt does
+     * {@code TimeoutException}; on a platform thread (a caller outside the service's own), where an interrupt does
      * not end a socket read, the SDK's own read timeout ends it. Either way it ends at the read timeout, not the limit.
      */
     @Test
