@@ -24,6 +24,14 @@ public final class StripeCallBudget {
     }
 
     private static Duration of(StripeConfig stripe, Config config, String prefix) {
+        // The SDK reads a timeout of 0 (or under a millisecond, truncated) as none, which no budget can cover.
+        for (var timeout : java.util.Map.of("connect-timeout", stripe.connectTimeout(), "read-timeout", stripe.readTimeout()).entrySet()) {
+            if (timeout.getValue().toMillis() < 1) {
+                throw new IllegalStateException("chargeonce.stripe." + timeout.getKey() + "=" + timeout.getValue()
+                        + " must be at least 1 ms: the SDK would read it as no timeout, and a Stripe call's budget"
+                        + " (which the lease must outlast) would have no bound");
+            }
+        }
         // A try ends at its limit (TryWatchdog, up to one of its looks later), or earlier: on a virtual thread at the
         // read timeout counted from its start (the watchdog again: StripeApi#tryLimitNanos), on a platform thread when
         // the SDK's socket timeouts fire, no byte for that long. (There an answer trickled in a byte at a time resets

@@ -32,7 +32,7 @@ public interface StripeConfig {
      * calls) the watchdog ends the try once this much time has passed since it started, or at the try's limit
      * (Timeout/value) if that is shorter, and the SDK's client has no read timeout of its own
      * ({@code StripeClients#forWatchedTry}); on a platform thread (no create of the service's runs on one) and for
-     * lookups it is the SDK's socket read timeout. 0: no read timeout (the try's limit alone).
+     * lookups it is the SDK's socket read timeout. At least 1 ms (start-up refuses less: the SDK reads 0 as none).
      */
     @WithDefault("8s")
     Duration readTimeout();

@@ -41,16 +41,27 @@ final class TryWatchdog {
         thread.start();
     }
 
-    /** Stops the watchdog (the application shuts down): tries still running are no longer bounded. */
+    /**
+     * Stops the watchdog (the application shuts down) and ends the tries still running, as if their limit had come: a
+     * try on a virtual thread has no socket read timeout of its own ({@link StripeClients#forWatchedTry}), so nothing
+     * else would bound it. Ended, its outcome is unknown, and its row's next holder looks the payment up. A try that
+     * starts after this is ended at once.
+     */
     void stop() {
         stopped = true;
         LockSupport.unpark(thread);
+        running.forEach(Watch::expire);
     }
 
     /** Starts watching the current thread's try; close the watch when the try ends (try-with-resources). */
     Watch start(long limitNanos) {
         Watch watch = new Watch(Thread.currentThread(), System.nanoTime() + limitNanos);
         running.add(watch);
+        // Read after the add: a stop() that this read does not see has not yet looked at the running tries, and will
+        // find this one (stop writes the flag before it looks).
+        if (stopped) {
+            watch.expire();
+        }
         return watch;
     }
 

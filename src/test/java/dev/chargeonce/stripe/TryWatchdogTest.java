@@ -211,18 +211,7 @@ class TryWatchdogTest {
     @Test
     void aSilentStripeEndsATryAtTheReadTimeoutOnAVirtualThreadAndOnAPlatformThread() throws Exception {
         int readTimeoutMillis = 700;
-        ServerSocket silent = new ServerSocket(0);
-        Thread.ofPlatform().daemon().start(() -> {
-            while (!silent.isClosed()) {
-                try {
-                    Socket s = silent.accept();
-                    accepted.add(s);
-                    s.getInputStream().read(new byte[4096]); // the request's head; then nothing, until the test closes it
-                } catch (IOException e) {
-                    return;
-                }
-            }
-        });
+        ServerSocket silent = silentServer();
         try {
             StripeConfig stripe = stripeConfig("http://127.0.0.1:" + silent.getLocalPort(), readTimeoutMillis);
             org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
@@ -246,6 +235,69 @@ class TryWatchdogTest {
         } finally {
             silent.close();
         }
+    }
+
+    /**
+     * The application stops: the tries still running end (a virtual thread's try has no socket timeout of its own, so
+     * nothing else would), and one that starts afterwards ends at once; both as a timeout, their outcome unknown.
+     */
+    @Test
+    void stoppingTheWatchdogEndsTheTriesStillRunningAndAnyStartedAfter() throws Exception {
+        ServerSocket silent = silentServer();
+        try {
+            StripeConfig stripe = stripeConfig("http://127.0.0.1:" + silent.getLocalPort(), 20_000);
+            org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
+                    .withDefaultValue(StripeApi.CONFIG_ROOT + "create/Timeout/value", "20").build();
+            StripeApi api = new StripeApi(new StripeClients(stripe), stripe, config, new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+            CompletableFuture<String> running = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return oneCreateTry(api, Thread.ofVirtual());
+                } catch (Exception e) {
+                    return e.toString();
+                }
+            }, java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (accepted.isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(20); // until the try is waiting for Stripe's answer
+            }
+            Thread.sleep(200);
+            api.stopWatchdog();
+            String ended = running.get(10, TimeUnit.SECONDS);
+            assertTrue(ended.startsWith("TimeoutException"), "a try running when the watchdog stops ends: " + ended);
+            assertTrue(Long.parseLong(ended.split(" ")[1]) < 10_000, "long before its 20 s limit: " + ended);
+            assertEquals("true", ended.split(" ")[2], "it was sent: maybe executed");
+            String after = oneCreateTry(api, Thread.ofVirtual());
+            assertTrue(after.startsWith("TimeoutException") && Long.parseLong(after.split(" ")[1]) < 10_000,
+                    "a try started after the stop ends at once: " + after);
+        } finally {
+            silent.close();
+        }
+    }
+
+    @Test
+    void aStripeTimeoutUnderAMillisecondIsRefusedAtStartUp() {
+        org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder().build();
+        IllegalStateException refused = assertThrows(IllegalStateException.class,
+                () -> StripeCallBudget.of(stripeConfig("http://127.0.0.1:1", 0), config), "the SDK reads 0 as no timeout");
+        assertTrue(refused.getMessage().contains("chargeonce.stripe.read-timeout"), refused.getMessage());
+        assertTrue(StripeCallBudget.of(stripeConfig("http://127.0.0.1:1", 1), config).toMillis() > 0);
+    }
+
+    /** A Stripe that takes a request and never answers (the test's @AfterEach closes what it accepted). */
+    private ServerSocket silentServer() throws IOException {
+        ServerSocket silent = new ServerSocket(0);
+        Thread.ofPlatform().daemon().start(() -> {
+            while (!silent.isClosed()) {
+                try {
+                    Socket s = silent.accept();
+                    accepted.add(s);
+                    s.getInputStream().read(new byte[4096]); // the request's head; then nothing, until the test closes it
+                } catch (IOException e) {
+                    return;
+                }
+            }
+        });
+        return silent;
     }
 
     /** One create try on a new thread of {@code builder}: "<what it threw> <ms it took> <maybe executed>". */
