@@ -114,7 +114,7 @@ class StripeApi {
     private final TryWatchdog watchdog = new TryWatchdog();
     private final long createTryNanos;
     private final long refundTryNanos;
-    /** The SDK's read timeout, in nanoseconds (0: none): what bounds a watched try on a virtual thread besides its limit. */
+    /** The read timeout, in nanoseconds (at least 1 ms: StripeCallBudget): what bounds a try on a virtual thread besides its limit. */
     private final long readTimeoutNanos;
     /** Tries the watchdog ended (what Fault Tolerance's {@code ft_timeout} metrics counted before it). */
     private final Counter createTriesExpired;
@@ -122,7 +122,7 @@ class StripeApi {
 
     StripeApi(StripeClients clients, StripeConfig stripe, Config config, MeterRegistry registry) {
         this.clients = clients;
-        this.readTimeoutNanos = Math.max(0, stripe.readTimeout().toNanos());
+        this.readTimeoutNanos = stripe.readTimeout().toNanos();
         this.createTryNanos = tryLimitNanos(config, "create");
         this.refundTryNanos = tryLimitNanos(config, "createRefund");
         this.createTriesExpired = registry.counter(TRIES_EXPIRED, "call", "create");
@@ -193,7 +193,7 @@ class StripeApi {
         com.stripe.StripeClient client = clients.forWatchedTry(virtualThread);
         try (TryWatchdog.Watch watch = watchdog.start(tryNanos)) {
             try {
-                return sendOnce(log, () -> request.send(client));
+                return sendOnce(log, request, client);
             } catch (StripeException | RuntimeException e) {
                 if (watch.expired()) {
                     expiredTries.increment();
@@ -212,21 +212,16 @@ class StripeApi {
      * read timeout per try) still holds.
      */
     long tryLimitNanos(long limitNanos, boolean virtualThread) {
-        return virtualThread && readTimeoutNanos > 0 ? Math.min(limitNanos, readTimeoutNanos) : limitNanos;
+        return virtualThread ? Math.min(limitNanos, readTimeoutNanos) : limitNanos;
     }
 
-    @FunctionalInterface
-    private interface OneTry<T> {
-        T send() throws StripeException;
-    }
-
-    private static <T> T sendOnce(SendLog log, OneTry<T> request) throws StripeException {
+    private static <T> T sendOnce(SendLog log, StripeRequest<T> request, com.stripe.StripeClient client) throws StripeException {
         // Until an answer proves otherwise, a try that was started may have run at Stripe (a timeout interrupts it
         // from outside, and it stays "maybe").
         log.trying();
         log.mayHaveExecuted();
         try {
-            return request.send();
+            return request.send(client);
         } catch (ApiConnectionException e) {
             if (e.getCause() instanceof java.net.ConnectException) {
                 log.didNotExecute(); // refused: not a byte of the request reached anyone
