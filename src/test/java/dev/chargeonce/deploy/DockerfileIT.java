@@ -70,12 +70,14 @@ class DockerfileIT {
                 """;
         List<String> problems = problems(broken, BUILD_CONTEXT, 8080, 9000);
         for (String expected : List.of("not-there", "does not carry app", "Java 17", "pinned", "EXPOSE", "numeric", "JAVA_APP_JAR", "JAVA_OPTS_APPEND",
-                "JAVA_MAX_MEM_RATIO", "GC_CONTAINER_OPTIONS", "GC_TIME_RATIO")) {
+                "JAVA_MAX_MEM_RATIO", "JAVA_INITIAL_MEM_RATIO", "GC_CONTAINER_OPTIONS", "GC_TIME_RATIO")) {
             assertTrue(problems.stream().anyMatch(p -> p.contains(expected)), "expected a problem about '" + expected + "' in " + problems);
         }
         assertTrue(problems(broken.replace("USER root", "USER 0"), BUILD_CONTEXT, 8080, 9000).stream().anyMatch(p -> p.contains("must not be root")));
         assertTrue(problems(broken + "ENV JAVA_MAX_MEM_RATIO=80\n", BUILD_CONTEXT, 8080, 9000).stream()
                 .anyMatch(p -> p.contains("JAVA_MAX_MEM_RATIO") && p.contains("'80'")), "a heap of 80% of the limit must be a problem");
+        assertTrue(problems(broken + "ENV JAVA_MAX_MEM_RATIO=50 JAVA_INITIAL_MEM_RATIO=25\n", BUILD_CONTEXT, 8080, 9000).stream()
+                .anyMatch(p -> p.contains("JAVA_INITIAL_MEM_RATIO") && p.contains("'25'")), "a heap that starts below its ceiling must be a problem");
     }
 
     @Test
@@ -260,6 +262,13 @@ class DockerfileIT {
         if (!ratio.matches("\\d+(\\.\\d+)?") || Double.parseDouble(ratio) > MAX_HEAP_PERCENT || Double.parseDouble(ratio) <= 0) {
             problems.add("JAVA_MAX_MEM_RATIO must be set, above 0 and at most " + MAX_HEAP_PERCENT + " (the heap's share of the memory limit; "
                     + "the image's default, 80, leaves too little for the rest of the JVM), is '" + ratio + "'");
+        }
+        // A heap G1 may size on its own shrinks to a fraction of the ceiling while the load is light; then it collects
+        // ten times a second, and a slow Stripe's 2,000 requests in flight meet a heap growing back under constant
+        // concurrent marking (15% more of the service's CPU per new charge in bench/run.sh --slow).
+        String initial = env.getOrDefault("JAVA_INITIAL_MEM_RATIO", "");
+        if (initial.isEmpty() || !initial.equals(ratio)) {
+            problems.add("JAVA_INITIAL_MEM_RATIO must equal JAVA_MAX_MEM_RATIO (a heap of fixed size), is '" + initial + "' against '" + ratio + "'");
         }
         if (!env.getOrDefault("GC_CONTAINER_OPTIONS", "").contains("-XX:+UseG1GC")) {
             problems.add("GC_CONTAINER_OPTIONS must choose G1 (-XX:+UseG1GC), the collector bench/run.sh measures; the image's default is ParallelGC");
