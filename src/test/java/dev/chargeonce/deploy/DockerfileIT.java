@@ -70,7 +70,7 @@ class DockerfileIT {
                 """;
         List<String> problems = problems(broken, BUILD_CONTEXT, 8080, 9000);
         for (String expected : List.of("not-there", "does not carry app", "Java 17", "pinned", "EXPOSE", "numeric", "JAVA_APP_JAR", "JAVA_OPTS_APPEND",
-                "JAVA_MAX_MEM_RATIO", "JAVA_INITIAL_MEM_RATIO", "GC_CONTAINER_OPTIONS", "GC_TIME_RATIO")) {
+                "JAVA_MAX_MEM_RATIO", "JAVA_INITIAL_MEM_RATIO", "GC_MAX_HEAP_FREE_RATIO", "GC_CONTAINER_OPTIONS", "GC_TIME_RATIO")) {
             assertTrue(problems.stream().anyMatch(p -> p.contains(expected)), "expected a problem about '" + expected + "' in " + problems);
         }
         assertTrue(problems(broken.replace("USER root", "USER 0"), BUILD_CONTEXT, 8080, 9000).stream().anyMatch(p -> p.contains("must not be root")));
@@ -263,12 +263,16 @@ class DockerfileIT {
             problems.add("JAVA_MAX_MEM_RATIO must be set, above 0 and at most " + MAX_HEAP_PERCENT + " (the heap's share of the memory limit; "
                     + "the image's default, 80, leaves too little for the rest of the JVM), is '" + ratio + "'");
         }
-        // A heap G1 may size on its own shrinks to a fraction of the ceiling while the load is light; then it collects
-        // ten times a second, and a slow Stripe's 2,000 requests in flight meet a heap growing back under constant
+        // A heap G1 may size on its own shrinks to a fraction of the ceiling while the load is light (the initial size
+        // is no floor: with GC_MAX_HEAP_FREE_RATIO below 100 G1 shrinks it at each marking); then it collects ten times a second, and a slow Stripe's 2,000 requests in flight meet a heap growing back under constant
         // concurrent marking (15% more of the service's CPU per new charge in bench/run.sh --slow).
         String initial = env.getOrDefault("JAVA_INITIAL_MEM_RATIO", "");
         if (initial.isEmpty() || !initial.equals(ratio)) {
             problems.add("JAVA_INITIAL_MEM_RATIO must equal JAVA_MAX_MEM_RATIO (a heap of fixed size), is '" + initial + "' against '" + ratio + "'");
+        }
+        if (!env.getOrDefault("GC_MAX_HEAP_FREE_RATIO", "").equals("100")) {
+            problems.add("GC_MAX_HEAP_FREE_RATIO must be 100 (G1 gives none of the heap back; the image's 20 shrinks it at each marking, "
+                    + "and an initial size is no floor), is '" + env.getOrDefault("GC_MAX_HEAP_FREE_RATIO", "") + "'");
         }
         if (!env.getOrDefault("GC_CONTAINER_OPTIONS", "").contains("-XX:+UseG1GC")) {
             problems.add("GC_CONTAINER_OPTIONS must choose G1 (-XX:+UseG1GC), the collector bench/run.sh measures; the image's default is ParallelGC");
