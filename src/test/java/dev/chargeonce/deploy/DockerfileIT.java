@@ -264,8 +264,9 @@ class DockerfileIT {
                     + "the image's default, 80, leaves too little for the rest of the JVM), is '" + ratio + "'");
         }
         // A heap G1 may size on its own shrinks to a fraction of the ceiling while the load is light (the initial size
-        // is no floor: with GC_MAX_HEAP_FREE_RATIO below 100 G1 shrinks it at each marking); then it collects ten times a second, and a slow Stripe's 2,000 requests in flight meet a heap growing back under constant
-        // concurrent marking (15% more of the service's CPU per new charge in bench/run.sh --slow).
+        // is no floor: with GC_MAX_HEAP_FREE_RATIO below 100 G1 shrinks it at each marking); then it collects ten times
+        // a second, and a slow Stripe's 2,000 requests in flight meet a heap growing back under constant concurrent
+        // marking (17% more of the service's CPU per new charge in bench/run.sh --slow).
         String initial = env.getOrDefault("JAVA_INITIAL_MEM_RATIO", "");
         if (initial.isEmpty() || !initial.equals(ratio)) {
             problems.add("JAVA_INITIAL_MEM_RATIO must equal JAVA_MAX_MEM_RATIO (a heap of fixed size), is '" + initial + "' against '" + ratio + "'");
