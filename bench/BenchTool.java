@@ -620,28 +620,39 @@ public class BenchTool {
             int rounds = 0;
             while (Files.exists(dir.resolve("f-svc-new-" + (rounds + 1) + ".json"))) {
                 rounds++;
-                names.addAll(List.of("f-svc-new-" + rounds, "f-pt-new-" + rounds, "f-vs-new-" + rounds, "f-svc-replay-" + rounds,
-                        "f-vs-replay-" + rounds));
+                names.addAll(List.of("f-svc-new-" + rounds, "f-pt-new-" + rounds, "f-fl-new-" + rounds, "f-vs-new-" + rounds,
+                        "f-svc-replay-" + rounds, "f-vs-replay-" + rounds));
             }
-            // The --versus-jar service's runs (f-vs-*) show its JVM in the service column, marked "(versus)".
+            // The --versus-jar service's runs (f-vs-*) and the floor's (f-fl-*) show their JVM in the service column,
+            // marked "(versus)" and "(floor)".
             Map<String, double[]> perRequest = new LinkedHashMap<>();
+            Map<String, Run> runs = new LinkedHashMap<>();
             for (String name : names) {
                 if (!Files.exists(dir.resolve(name + ".json"))) {
                     continue;
                 }
                 Run r = wrk(name);
+                runs.put(name, r);
                 double[] c = cpuPerRequest(name, r);
-                boolean versus = name.startsWith("f-vs-");
+                boolean versus = name.startsWith("f-vs-"), floor = name.startsWith("f-fl-");
                 if (c != null && versus) {
                     c = new double[]{c.length > 4 ? c[4] : Double.NaN, c[1], c[2], c[3]};
+                } else if (floor) {
+                    c = floorCpu(name, r);
                 }
                 perRequest.put(name, c);
-                out.printf(Locale.ROOT, "| %s%s | %s | %s | %s | %s |%n", name, versus ? " (versus)" : "", rate(r.rate()), ms(r.p50()),
+                out.printf(Locale.ROOT, "| %s%s | %s | %s | %s | %s |%n", name, versus ? " (versus)" : floor ? " (floor)" : "",
+                        rate(r.rate()), ms(r.p50()),
                         ms(r.p99()), c == null ? "– | – | – | –" : String.format(Locale.ROOT, "%.3f | %.3f | %.3f | %.3f", c[0], c[1], c[2], c[3]));
             }
             for (String name : List.of("f-pgb-pair-1", "f-pgb-before-pair-1", "f-pgb-pair-2", "f-pgb-before-pair-2",
-                    "f-pgb-replay-1", "f-pgb-before-replay-1", "f-pgb-replay-2", "f-pgb-before-replay-2")) {
+                    "f-pgb-replay-1", "f-pgb-before-replay-1", "f-pgb-replay-2", "f-pgb-before-replay-2",
+                    "f-pgb-minimal-pair-1", "f-pgb-minimal-pair-2")) {
+                if (!Files.exists(dir.resolve(name + ".txt"))) {
+                    continue;
+                }
                 Run r = pgbench(name);
+                runs.put(name, r);
                 double[] c = cpuPerRequest(name, r); // a pgbench run's requests: its logged transactions
                 out.printf(Locale.ROOT, "| %s (pgbench, 16 clients) | %s | %s | %s | – | – | – | %s |%n", name, rate(r.rate()), ms(r.p50()),
                         ms(r.p99()), c == null ? "–" : String.format(Locale.ROOT, "%.3f", c[3]));
@@ -649,6 +660,9 @@ public class BenchTool {
             out.println();
             out.println("CPU in ms per request (per transaction for pgbench), from /proc/<pid>/stat over each run; \"before\": the");
             out.println("statements of main as of 71fb6c2 (bench/sql/before/), on the same database in the same run.");
+            if (perRequest.keySet().stream().anyMatch(n -> n.startsWith("f-fl-"))) {
+                printFloor(out, perRequest, runs);
+            }
             if (perRequest.keySet().stream().anyMatch(n -> n.startsWith("f-vs-"))) {
                 out.println();
                 out.println("This build against the --versus-jar build, mean of the rounds (ms of CPU per request):");
@@ -668,6 +682,43 @@ public class BenchTool {
                 out.printf(Locale.ROOT, "| service JVM per new charge ÷ pass-through's (%.3f) | %s | %s | |%n", pt,
                         ratio(mean(perRequest, "f-svc-new-", 0), pt), ratio(mean(perRequest, "f-vs-new-", 0), pt));
             }
+        }
+
+        /**
+         * The floor against the pass-through and the service, mean of the rounds: what exactly-once cannot avoid on
+         * this stack (a committed claim and a committed finish through Agroal and pgjdbc), and what the service adds.
+         */
+        static void printFloor(PrintStream out, Map<String, double[]> perRequest, Map<String, Run> runs) {
+            double pt = mean(perRequest, "f-pt-new-", 1), floor = mean(perRequest, "f-fl-new-", 0);
+            double svc = mean(perRequest, "f-svc-new-", 0);
+            double floorPg = mean(perRequest, "f-fl-new-", 3), svcPg = mean(perRequest, "f-svc-new-", 3);
+            out.println();
+            out.println("New charges: the pass-through, the floor (the pass-through plus a committed claim and a committed");
+            out.println("finish on the minimal pair's table: the least exactly-once needs, through the same pool and driver)");
+            out.println("and the service, mean of the rounds (ms of CPU per new charge):");
+            out.println();
+            out.println("| | charges/s | JVM | JVM ÷ pass-through's | PostgreSQL |");
+            out.println("|---|---:|---:|---:|---:|");
+            out.printf(Locale.ROOT, "| pass-through | %s | %.3f | 1.00 | – |%n", rate(meanRate(runs, "f-pt-new-")), pt);
+            out.printf(Locale.ROOT, "| floor | %s | %.3f | %s | %.3f |%n", rate(meanRate(runs, "f-fl-new-")), floor,
+                    ratio(floor, pt), floorPg);
+            out.printf(Locale.ROOT, "| service | %s | %.3f | %s | %.3f |%n", rate(meanRate(runs, "f-svc-new-")), svc,
+                    ratio(svc, pt), svcPg);
+            out.println();
+            out.printf(Locale.ROOT, "The floor's JVM per new charge is %s× the pass-through's; the service's is %s× the floor's.%n",
+                    ratio(floor, pt), ratio(svc, floor));
+            double minimal = Stream.of("f-pgb-minimal-pair-1", "f-pgb-minimal-pair-2").map(n -> runs.get(n))
+                    .filter(r -> r != null && r.present()).mapToDouble(Run::rate).max().orElse(Double.NaN);
+            if (!Double.isNaN(minimal)) {
+                out.printf(Locale.ROOT, "Against pgbench's limit for the minimal pair (%s/s, 16 clients, best of two): the floor %s,"
+                        + " the service %s.%n", rate(minimal), ratio(meanRate(runs, "f-fl-new-"), minimal),
+                        ratio(meanRate(runs, "f-svc-new-"), minimal));
+            }
+        }
+
+        static double meanRate(Map<String, Run> runs, String prefix) {
+            return runs.entrySet().stream().filter(e -> e.getKey().startsWith(prefix) && e.getValue().present())
+                    .mapToDouble(e -> e.getValue().rate()).average().orElse(Double.NaN);
         }
 
         static double mean(Map<String, double[]> perRequest, String prefix, int column) {
@@ -922,28 +973,33 @@ public class BenchTool {
          * those before issue 14 on the same server, and the issue's targets, each as measured / goal.
          */
         void printIssue14(PrintStream out, Run[] svc, Run[] pt, Run[] rep, Run[] pair, Run[] replayRef, Run slow, long rssPeak, long hwm) {
-            Run[] before = new Run[4], beforeReplay = new Run[4], minimal = new Run[4];
+            Run[] before = new Run[4], beforeReplay = new Run[4], minimal = new Run[4], floor = new Run[4];
             for (int i = 0; i < 4; i++) {
                 before[i] = pgbench("pgb-before-pair-c" + CONCURRENCY[i]);
                 beforeReplay[i] = pgbench("pgb-before-replay-c" + CONCURRENCY[i]);
                 minimal[i] = pgbench("pgb-minimal-pair-c" + CONCURRENCY[i]);
+                floor[i] = wrk("s1-fl-c" + CONCURRENCY[i]);
             }
             out.println("#### The cost of exactly-once (issue 14)");
             out.println();
             out.println("CPU in ms per request (per transaction for pgbench) of each process, from /proc over the same runs; the");
             out.println("pass-through is the same HTTP stack and Stripe call without a database. \"Before\": the statements of main as of");
             out.println("71fb6c2 on the schema of migrations V1.0.0-V1.7.0 (bench/sql/before/, database chargeonce_before), same server.");
+            out.println("The floor: the pass-through plus a committed claim and a committed finish on the minimal pair's table, through");
+            out.println("the same pool and driver (bench/passthrough, MinimalPair): the least any exactly-once charge costs on this stack.");
             out.println();
-            out.println("| concurrency | service JVM per charge | pass-through JVM per charge | × | PostgreSQL per charge (service) | pgbench pair today | pgbench pair before | today ÷ before | minimal pair | service JVM per replay | PostgreSQL per replay (service) | pgbench replay today | before |");
-            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            out.println("| concurrency | service JVM per charge | pass-through JVM per charge | × | floor JVM per charge | floor × | PostgreSQL per charge (service) | pgbench pair today | pgbench pair before | today ÷ before | minimal pair | service JVM per replay | PostgreSQL per replay (service) | pgbench replay today | before |");
+            out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
             for (int i = 0; i < 4; i++) {
                 int c = CONCURRENCY[i];
+                double[] f = floorCpu("s1-fl-c" + c, floor[i]);
                 double[] s = cpuPerRequest("s1-svc-c" + c, svc[i]), p = cpuPerRequest("s1-pt-c" + c, pt[i]),
                         r = cpuPerRequest("s2-svc-c" + c, rep[i]), a = cpuPerRequest("pgb-pair-c" + c, pair[i]),
                         b = cpuPerRequest("pgb-before-pair-c" + c, before[i]), m = cpuPerRequest("pgb-minimal-pair-c" + c, minimal[i]),
                         ra = cpuPerRequest("pgb-replay-c" + c, replayRef[i]), rb = cpuPerRequest("pgb-before-replay-c" + c, beforeReplay[i]);
-                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", c, part(s, 0), part(p, 1),
-                        s == null || p == null ? "–" : ratio(s[0], p[1]), part(s, 3), part(a, 3), part(b, 3),
+                out.printf(Locale.ROOT, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", c, part(s, 0), part(p, 1),
+                        s == null || p == null ? "–" : ratio(s[0], p[1]), part(f, 0), f == null || p == null ? "–" : ratio(f[0], p[1]),
+                        part(s, 3), part(a, 3), part(b, 3),
                         a == null || b == null ? "–" : ratio(a[3], b[3]), part(m, 3), part(r, 0), part(r, 3), part(ra, 3), part(rb, 3));
             }
             out.println();
@@ -952,26 +1008,32 @@ public class BenchTool {
             double[] s64 = cpuPerRequest("s1-svc-c64", svc[2]), p64 = cpuPerRequest("s1-pt-c64", pt[2]);
             double jvm = s64 == null || p64 == null ? Double.NaN : s64[0] / p64[1];
             List<String[]> t14 = new ArrayList<>();
-            t14.add(row("service JVM CPU per new charge vs the pass-through's (concurrency 64)", "≤ 1.3×", jvm, jvm <= 1.3));
+            double[] f64 = floorCpu("s1-fl-c64", floor[2]);
+            t14.add(row("service JVM CPU per new charge vs the pass-through's (concurrency 64)", "≤ 1.3×", jvm, jvm <= 1.3,
+                    f64 == null || p64 == null ? Double.NaN : f64[0] / p64[1]));
             double[] a16 = cpuPerRequest("pgb-pair-c16", pair[1]), b16 = cpuPerRequest("pgb-before-pair-c16", before[1]);
             double pg = a16 == null || b16 == null ? Double.NaN : a16[3] / b16[3];
             t14.add(row("PostgreSQL CPU per charge, today's statements ÷ before (pgbench, 16 clients)", "≤ 0.67", pg, pg <= 0.67));
             double replay = best(rep) / best(replayRef);
             t14.add(row("replays vs pgbench limit of the same read (best vs best)", "≥ 0.40", replay, replay >= 0.40));
             double newVsMinimal = svcPeak / best(minimal);
-            t14.add(row("new charges vs pgbench limit of the minimal pair (best vs best)", "≥ 0.50", newVsMinimal, newVsMinimal >= 0.50));
+            t14.add(row("new charges vs pgbench limit of the minimal pair (best vs best)", "≥ 0.50", newVsMinimal, newVsMinimal >= 0.50,
+                    best(floor) / best(minimal)));
             double slowRatio = slow.rate() / svcPeak;
             t14.add(row("slow Stripe (300 ms), largest in flight, vs the service's own zero-latency peak", "≥ 0.80", slowRatio, slowRatio >= 0.80));
             double mib = Math.max(rssPeak, hwm) / 1024.0;
             t14.add(new String[]{"slow Stripe: resident memory (VmHWM)", "< 512 MiB", String.format(Locale.ROOT, "%.0f MiB", mib),
-                    mib > 0 && mib < 512 ? "met" : "**missed**"});
+                    mib > 0 && mib < 512 ? "met" : "**missed**", "–"});
             double added = (svc[0].p50() - pt[0].p50() - pair[0].p50()) / 1000.0;
             t14.add(new String[]{"added latency at concurrency 1 over PostgreSQL's own pair (p50: service − pass-through − pgbench pair)",
-                    "≤ 0.3 ms", fmt(added) + " ms", added <= 0.3 ? "met" : "**missed**"});
+                    "≤ 0.3 ms", fmt(added) + " ms", added <= 0.3 ? "met" : "**missed**", "–"});
             out.println("#### Targets of issue 14 (measured / goal)");
             out.println();
-            out.println("| target | goal | measured | |");
-            out.println("|---|---|---|---|");
+            out.println("The floor's column: the same measure for the floor, where it has one (what no exactly-once charge on this");
+            out.println("stack goes below).");
+            out.println();
+            out.println("| target | goal | measured | | the floor |");
+            out.println("|---|---|---|---|---:|");
             for (String[] t : t14) {
                 out.println("| " + String.join(" | ", t) + " |");
             }
@@ -985,8 +1047,19 @@ public class BenchTool {
         }
 
         static String[] row(String name, String goal, double measured, boolean met) {
+            return row(name, goal, measured, met, Double.NaN);
+        }
+
+        static String[] row(String name, String goal, double measured, boolean met, double floor) {
             return new String[]{name, goal, Double.isNaN(measured) ? "–" : String.format(Locale.ROOT, "%.2f", measured),
-                    Double.isNaN(measured) ? "not measured" : met ? "met" : "**missed**"};
+                    Double.isNaN(measured) ? "not measured" : met ? "met" : "**missed**",
+                    Double.isNaN(floor) ? "–" : String.format(Locale.ROOT, "%.2f", floor)};
+        }
+
+        /** A floor run's CPU per request with the floor's JVM first: {floor, pass-through, stand-in, PostgreSQL}, or null. */
+        double[] floorCpu(String name, Run run) {
+            double[] c = cpuPerRequest(name, run);
+            return c == null || c.length < 6 ? null : new double[]{c[5], c[1], c[2], c[3]};
         }
 
         /** Scenarios 6 and 7: refunds, each next to its references and to the charges of the same run. */

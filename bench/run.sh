@@ -10,8 +10,9 @@
 #   --profile      after the warm-up, profile the service with async-profiler (CPU and allocations, flame graphs
 #                  as HTML in the results) under new charges and under replays at concurrency 32, and its CPU under
 #                  scenario 4 (slow Stripe, the most requests in flight), then stop
-#   --focus        after the warm-up, only the cost of exactly-once: new charges (service, pass-through) and
-#                  replays at concurrency 32, with CPU per request of each process, then stop (a few minutes)
+#   --focus        after the warm-up, only the cost of exactly-once: new charges (service, pass-through, and the
+#                  floor: the pass-through plus a committed claim and finish) and replays at concurrency 32, with CPU
+#                  per request of each process, then stop (a few minutes)
 #   --service-jar J  measure another build of the service (its quarkus-run.jar), e.g. an earlier commit's
 #   --versus-jar J with --focus: also start that build of the service beside this one (same database, same stand-in)
 #                  and measure both in the same rounds, interleaved: a change's effect without the drift between runs;
@@ -65,7 +66,7 @@ while [ $# -gt 0 ]; do
     --service-jar) SERVICE_JAR_ARG="$2"; shift 2 ;;
     --versus-jar) VERSUS_JAR="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^# It starts/ {exit} NR > 1' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -191,6 +192,21 @@ if [ "$SOAK_MINUTES" -eq 0 ]; then
 else
   PT_PID=$$ # no pass-through in a soak; its CPU column reads the script's own (0)
 fi
+FL_PID=$$ # without the floor its CPU column reads the script's own (0)
+FLOOR=1   # the floor runs beside the pass-through in scenario 1 and in --focus; not in a soak, --slow or --profile
+{ [ "$SOAK_MINUTES" -gt 0 ] || [ "$SLOW_ONLY" = 1 ] || [ "$PROFILE" = 1 ]; } && FLOOR=0
+if [ "$FLOOR" = 1 ]; then
+  # The floor: the pass-through plus the least exactly-once needs (a committed claim before Stripe, a committed finish
+  # after, on the minimal pair's table; bench/passthrough, MinimalPair), through the service's pool and driver.
+  FL_PORT=$(free_port)
+  log "floor (the pass-through with the minimal pair) on :$FL_PORT"
+  start_bg "$OUT/floor.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$FL_PORT" \
+    -Dpassthrough.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" -Dpassthrough.client-key-sha256="$(sha256_hex "$API_KEY")" \
+    -Dpassthrough.floor.enabled=true -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$PG_PORT/chargeonce_minimal" \
+    -jar "$PASSTHROUGH_JAR"
+  FL_PID=$LAST_PID
+  wait_http "http://127.0.0.1:$FL_PORT/" 60 "$FL_PID" any || die "the floor did not start, see $OUT/floor.log"
+fi
 
 # ---- helpers ----------------------------------------------------------------------------------------------------
 RUN_ID=$(date +%s)
@@ -198,11 +214,11 @@ CLK_TCK=$(getconf CLK_TCK)
 PG_POSTMASTER=$(head -1 "$WORK_DIR/pg/postmaster.pid")
 proc_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 cpu_snapshot() { # CPU ticks used so far by: service, pass-through, Stripe stand-in, PostgreSQL (postmaster + backends),
-                 # the --versus-jar service
+                 # the --versus-jar service, the floor
   local pg child
   pg=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$PG_POSTMASTER/stat")
   for child in $(ps -o pid= --ppid "$PG_POSTMASTER"); do pg=$(( pg + $(proc_cpu_ticks "$child") )); done
-  echo "$(proc_cpu_ticks "$SVC_PID") $(proc_cpu_ticks "$PT_PID") $(proc_cpu_ticks "$STRIPE_PID") $pg $(proc_cpu_ticks "$VS_PID")"
+  echo "$(proc_cpu_ticks "$SVC_PID") $(proc_cpu_ticks "$PT_PID") $(proc_cpu_ticks "$STRIPE_PID") $pg $(proc_cpu_ticks "$VS_PID") $(proc_cpu_ticks "$FL_PID")"
 }
 wrk_measure() { # wrk_measure <result name> <port> <connections> <seconds> <lua script> [script arguments...]
   local name="$1" port="$2" c="$3" d="$4" script="$5"; shift 5
@@ -382,6 +398,7 @@ if [ -n "$VERSUS_JAR" ]; then
   wrk_run warmup-vs-mix "$VS_PORT" 64 "$(( WARMUP / 3 ))" mix
 fi
 wrk_run warmup-pt "$PT_PORT" 16 "$WARMUP" new
+[ "$FLOOR" = 1 ] && wrk_run warmup-fl "$FL_PORT" 16 "$WARMUP" new
 stripe_reset 0
 refund_pool warmup-refunds $(( 1000 * WARMUP )) svc
 wrk_refunds warmup-svc-refunds "$SVC_PORT" 16 "$(( WARMUP / 2 ))" new svc "$OUT/warmup-refunds.pool"
@@ -416,6 +433,7 @@ if [ "$QUICK" != 1 ]; then
   warm_until_quiet jit-svc "$SVC_PID" "$SVC_PORT" svc
   [ -n "$VERSUS_JAR" ] && warm_until_quiet jit-vs "$VS_PID" "$VS_PORT" svc
   warm_until_quiet jit-pt "$PT_PID" "$PT_PORT" pt
+  [ "$FLOOR" = 1 ] && warm_until_quiet jit-fl "$FL_PID" "$FL_PORT" pt
   stripe_reset 0
 fi
 
@@ -480,6 +498,7 @@ if [ "$FOCUS" = 1 ]; then
     builds=$(builds_in_order "$round"); first=${builds%% *}
     focus_new "$first" "$round"
     stripe_reset 0; wrk_run "f-pt-new-$round" "$PT_PORT" "$FOCUS_C" "$DURATION" new
+    stripe_reset 0; wrk_run "f-fl-new-$round" "$FL_PORT" "$FOCUS_C" "$DURATION" new
     for build in ${builds#"$first"}; do focus_new "$build" "$round"; done
     for build in $builds; do focus_replay "$build" "$round"; done
   done
@@ -488,6 +507,7 @@ if [ "$FOCUS" = 1 ]; then
     PGB_DB=chargeonce_before pgbench_run "f-pgb-before-pair-$round" before_claim_finish.sql 16 "$DURATION"
     pgbench_run "f-pgb-replay-$round" replay.sql 16 "$DURATION" $(( REPLAY_POOL / 10 ))
     PGB_DB=chargeonce_before pgbench_run "f-pgb-before-replay-$round" before_replay.sql 16 "$DURATION" $(( REPLAY_POOL / 10 ))
+    PGB_DB=chargeonce_minimal pgbench_run "f-pgb-minimal-pair-$round" minimal_pair.sql 16 "$DURATION"
   done
   java bench/BenchTool.java focus "$OUT" | tee "$OUT/focus.md"
   exit 0
@@ -551,10 +571,11 @@ for c in "${CONCURRENCY[@]}"; do
 done
 
 # ---- scenario 1 + reference (b), interleaved per concurrency so that drift hits both alike ----------------------
-log "scenario 1: new charges, Stripe latency 0 (service and pass-through)"
+log "scenario 1: new charges, Stripe latency 0 (service, pass-through and the floor)"
 for c in "${CONCURRENCY[@]}"; do
   stripe_reset 0; wrk_run "s1-svc-c$c" "$SVC_PORT" "$c" "$DURATION" new
   stripe_reset 0; wrk_run "s1-pt-c$c" "$PT_PORT" "$c" "$DURATION" new
+  stripe_reset 0; wrk_run "s1-fl-c$c" "$FL_PORT" "$c" "$DURATION" new
 done
 
 log "scenario 2: replays of finished keys"

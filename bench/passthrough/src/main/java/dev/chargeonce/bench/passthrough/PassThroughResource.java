@@ -8,6 +8,7 @@ import com.stripe.exception.CardException;
 import com.stripe.exception.StripeException;
 import com.stripe.model.PaymentIntent;
 import com.stripe.model.Refund;
+import com.stripe.net.RequestOptions;
 import com.stripe.param.PaymentIntentCreateParams;
 import com.stripe.param.RefundCreateParams;
 import io.quarkus.virtual.threads.VirtualThreads;
@@ -23,8 +24,10 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
+import java.sql.SQLException;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
@@ -37,6 +40,12 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
  * response of the same shape; no database, no Idempotency-Key, no Stripe idempotency key. chargeonce's cost over this is the cost of
  * exactly-once. The same for a refund, with one difference: without a database it cannot find a charge's
  * PaymentIntent, so the path names the PaymentIntent itself.
+ *
+ * <p>Run with {@code passthrough.floor.enabled=true} it is the floor: the same charge plus the least exactly-once
+ * needs ({@link MinimalPair}: a claim committed before the Stripe call, a finish committed after, and the
+ * Idempotency-Key passed to Stripe). What chargeonce costs over the floor is what its guarantees add beyond that
+ * minimum (leases, fencing, the fingerprint, the stored request, recovery); what the floor costs over the
+ * pass-through is what no implementation on this stack can avoid.
  */
 @Path("/v1/charges")
 public class PassThroughResource {
@@ -47,8 +56,10 @@ public class PassThroughResource {
     private final StripeClient stripe;
     private final byte[] apiKeyHash;
     private final ExecutorService virtualThreads;
+    private final MinimalPair floor; // null: the pass-through, no database
 
-    PassThroughResource(@VirtualThreads ExecutorService virtualThreads,
+    PassThroughResource(@VirtualThreads ExecutorService virtualThreads, MinimalPair minimalPair,
+                        @ConfigProperty(name = "passthrough.floor.enabled") boolean floorEnabled,
                         @ConfigProperty(name = "passthrough.stripe.api-base") String apiBase,
                         @ConfigProperty(name = "passthrough.stripe.api-key", defaultValue = "sk_test_sandbox") String apiKey,
                         @ConfigProperty(name = "passthrough.client-key-sha256") String clientKeySha256) {
@@ -62,6 +73,7 @@ public class PassThroughResource {
                 .setConnectTimeout(2_000).setReadTimeout(8_000).setMaxNetworkRetries(0).build();
         this.apiKeyHash = clientKeySha256.toLowerCase().getBytes(StandardCharsets.US_ASCII);
         this.virtualThreads = virtualThreads;
+        this.floor = floorEnabled ? minimalPair : null;
     }
 
     /**
@@ -71,15 +83,32 @@ public class PassThroughResource {
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
     @Produces(MediaType.APPLICATION_JSON)
-    public CompletionStage<Response> create(@HeaderParam("Authorization") String authorization, byte[] body) {
-        return CompletableFuture.supplyAsync(() -> charge(authorization, body), virtualThreads);
+    public CompletionStage<Response> create(@HeaderParam("Authorization") String authorization,
+                                            @HeaderParam("Idempotency-Key") String idempotencyKey, byte[] body) {
+        return CompletableFuture.supplyAsync(() -> !authorized(authorization) ? unauthorized()
+                : floor == null ? charge(body, null) : chargeOnce(idempotencyKey, body), virtualThreads);
     }
 
-    private Response charge(String authorization, byte[] body) {
-        String token = authorization != null && authorization.startsWith("Bearer ") ? authorization.substring(7) : "";
-        if (!MessageDigest.isEqual(sha256Hex(token).getBytes(StandardCharsets.US_ASCII), apiKeyHash)) {
-            return Response.status(401).entity("{\"error\":{\"type\":\"authentication_error\"}}").build();
+    /** The floor: the key claimed before the charge, its answer stored after it, a retry answered from the table. */
+    private Response chargeOnce(String idempotencyKey, byte[] body) {
+        if (idempotencyKey == null || idempotencyKey.isEmpty()) {
+            return Response.status(400).entity("{\"error\":{\"type\":\"invalid_request_error\"}}").build();
         }
+        try {
+            if (!floor.claim(idempotencyKey)) {
+                Optional<String> answer = floor.answer(idempotencyKey);
+                return answer.isPresent() ? Response.ok(answer.get()).build()
+                        : Response.status(409).entity("{\"error\":{\"type\":\"idempotency_error\"}}").build();
+            }
+            Response answer = charge(body, idempotencyKey);
+            floor.finish(idempotencyKey, answer.getStatus() == 201 ? "completed" : "failed", (String) answer.getEntity());
+            return answer;
+        } catch (SQLException e) {
+            return Response.status(503).entity("{\"error\":{\"type\":\"api_error\"}}").build();
+        }
+    }
+
+    private Response charge(byte[] body, String stripeIdempotencyKey) {
         JsonObject request;
         try {
             request = JsonParser.parseString(new String(body, StandardCharsets.UTF_8)).getAsJsonObject();
@@ -102,7 +131,9 @@ public class PassThroughResource {
             }
         }
         try {
-            PaymentIntent pi = stripe.v1().paymentIntents().create(params.build());
+            PaymentIntent pi = stripeIdempotencyKey == null ? stripe.v1().paymentIntents().create(params.build())
+                    : stripe.v1().paymentIntents().create(params.build(),
+                            RequestOptions.builder().setIdempotencyKey(stripeIdempotencyKey).build());
             JsonObject charge = new JsonObject();
             charge.addProperty("id", chargeId);
             charge.addProperty("object", "charge");
@@ -134,9 +165,8 @@ public class PassThroughResource {
     }
 
     private Response refundNow(String authorization, String paymentIntentId, byte[] body) {
-        String token = authorization != null && authorization.startsWith("Bearer ") ? authorization.substring(7) : "";
-        if (!MessageDigest.isEqual(sha256Hex(token).getBytes(StandardCharsets.US_ASCII), apiKeyHash)) {
-            return Response.status(401).entity("{\"error\":{\"type\":\"authentication_error\"}}").build();
+        if (!authorized(authorization)) {
+            return unauthorized();
         }
         JsonObject request;
         try {
@@ -186,6 +216,16 @@ public class PassThroughResource {
         } catch (StripeException e) {
             return Response.status(503).entity("{\"error\":{\"type\":\"api_error\"}}").build();
         }
+    }
+
+    /** As chargeonce's API-key check: the SHA-256 of the bearer token against the configured one. */
+    private boolean authorized(String authorization) {
+        String token = authorization != null && authorization.startsWith("Bearer ") ? authorization.substring(7) : "";
+        return MessageDigest.isEqual(sha256Hex(token).getBytes(StandardCharsets.US_ASCII), apiKeyHash);
+    }
+
+    private static Response unauthorized() {
+        return Response.status(401).entity("{\"error\":{\"type\":\"authentication_error\"}}").build();
     }
 
     private static String newChargeId() {
