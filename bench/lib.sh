@@ -94,6 +94,18 @@ start_pg() {
     || die "PostgreSQL $name did not start, see $WORK_DIR/$name-log/server.log"
 }
 
+# pg_cpu_ticks <postmaster pid>: the CPU ticks a PostgreSQL server has used so far, its postmaster's own and its
+# reaped children's (backends that exited) and its live backends'. A pgbench's backends exit with it: sample after
+# the postmaster reaped them (a second or so) to count them whole.
+pg_cpu_ticks() {
+  local pg child
+  pg=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat")
+  for child in $(ps -o pid= --ppid "$1"); do
+    pg=$(( pg + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0) ))
+  done
+  echo "$pg"
+}
+
 psql_at() { # psql_at <port> <db> [psql args...]
   local port="$1" db="$2"; shift 2
   PGPASSWORD=x "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$db" "$@"

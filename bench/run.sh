@@ -215,10 +215,8 @@ PG_POSTMASTER=$(head -1 "$WORK_DIR/pg/postmaster.pid")
 proc_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 cpu_snapshot() { # CPU ticks used so far by: service, pass-through, Stripe stand-in, PostgreSQL (postmaster + backends),
                  # the --versus-jar service, the floor
-  local pg child
-  pg=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$PG_POSTMASTER/stat")
-  for child in $(ps -o pid= --ppid "$PG_POSTMASTER"); do pg=$(( pg + $(proc_cpu_ticks "$child") )); done
-  echo "$(proc_cpu_ticks "$SVC_PID") $(proc_cpu_ticks "$PT_PID") $(proc_cpu_ticks "$STRIPE_PID") $pg $(proc_cpu_ticks "$VS_PID") $(proc_cpu_ticks "$FL_PID")"
+  echo "$(proc_cpu_ticks "$SVC_PID") $(proc_cpu_ticks "$PT_PID") $(proc_cpu_ticks "$STRIPE_PID") $(pg_cpu_ticks "$PG_POSTMASTER")" \
+    "$(proc_cpu_ticks "$VS_PID") $(proc_cpu_ticks "$FL_PID")"
 }
 wrk_measure() { # wrk_measure <result name> <port> <connections> <seconds> <lua script> [script arguments...]
   local name="$1" port="$2" c="$3" d="$4" script="$5"; shift 5

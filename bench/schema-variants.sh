@@ -32,14 +32,6 @@ start_pg pg "$PG_PORT" "synchronous_commit = on" "fsync = on" "max_connections =
   "max_wal_size = 8GB" "checkpoint_timeout = 15min" "log_min_messages = warning" "autovacuum = off"
 PG_POSTMASTER=$(head -1 "$WORK_DIR/pg/postmaster.pid")
 CLK_TCK=$(getconf CLK_TCK)
-pg_cpu_ticks() { # the postmaster and its children, as bench/run.sh counts PostgreSQL
-  local pg child
-  pg=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$PG_POSTMASTER/stat")
-  for child in $(ps -o pid= --ppid "$PG_POSTMASTER"); do
-    pg=$(( pg + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0) ))
-  done
-  echo "$pg"
-}
 load_database() { # load_database <name> <migrations glob> <key secret>
   psql_at "$PG_PORT" postgres -c "CREATE DATABASE $1" >/dev/null
   psql_at "$PG_PORT" "$1" -c "CREATE EXTENSION pgcrypto" >/dev/null
@@ -67,12 +59,12 @@ while IFS= read -r line; do defines+=(-D "$line"); done <"$WORK_DIR/pgbench/defi
 for round in $(seq 1 "$ROUNDS"); do
   for db in $(printf '%s\n' today nochecks lean before | shuf); do
     script="$WORK_DIR/pgbench/claim_finish.sql"; [ "$db" = before ] && script="$WORK_DIR/pgbench/before_claim_finish.sql"
-    before=$(pg_cpu_ticks)
+    before=$(pg_cpu_ticks "$PG_POSTMASTER")
     PGPASSWORD=x "$PG_BIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 16 -j 2 -T "$SECONDS_PER_RUN" \
       -D replay_rows=1000 -D refund_charges=1000 -D refund_replay_rows=1000 "${defines[@]}" -f "$script" "$db" \
       >"$WORK_DIR/out.txt" 2>&1 || die "pgbench on $db failed: $(tail -3 "$WORK_DIR/out.txt")"
-    sleep 1.5 # the backends exit with pgbench: once reaped, their CPU is in the postmaster's children's total
-    after=$(pg_cpu_ticks)
+    sleep 1.5 # see pg_cpu_ticks
+    after=$(pg_cpu_ticks "$PG_POSTMASTER")
     n=$(awk '/number of transactions actually processed/ {print $NF}' "$WORK_DIR/out.txt" | cut -d/ -f1)
     tps=$(awk '/^tps/ {printf "%.0f", $3; exit}' "$WORK_DIR/out.txt")
     ms=$(awk -v a="$after" -v b="$before" -v n="$n" -v t="$CLK_TCK" 'BEGIN {printf "%.4f", (a - b) * 1000 / t / n}')

@@ -104,13 +104,7 @@ wrk_run() { # wrk_run <engine> <mode> <connections>
   log "  $name: ${RESULT[$name]}"
 }
 CLK_TCK=$(getconf CLK_TCK)
-tree_ticks() { # CPU ticks of a PostgreSQL node so far: its postmaster (with reaped children) and its live backends
-  local pm child total
-  pm=$(head -1 "$WORK_DIR/$1/postmaster.pid")
-  total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
-  for child in $(ps -o pid= --ppid "$pm"); do total=$(( total + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0) )); done
-  echo "$total"
-}
+tree_ticks() { pg_cpu_ticks "$(head -1 "$WORK_DIR/$1/postmaster.pid")"; } # CPU ticks of a PostgreSQL node so far
 nodes_ticks() { echo "$(tree_ticks plain) $(tree_ticks "citus-$C") $(( $(tree_ticks "citus-$W1") + $(tree_ticks "citus-$W2") ))"; }
 declare -A CPU
 pgbench_run() { # pgbench_run <engine> <database port> <script> <clients>
