@@ -182,30 +182,31 @@ if [ -n "$VERSUS_JAR" ]; then
   wait_http "http://127.0.0.1:$VS_MANAGEMENT_PORT/q/health/ready" 90 "$VS_PID" || die "versus service did not start, see $OUT/versus.log"
 fi
 
-if [ "$SOAK_MINUTES" -eq 0 ]; then
-  log "pass-through baseline on :$PT_PORT"
-  start_bg "$OUT/passthrough.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$PT_PORT" \
+# start_passthrough <name> <port> [more -D options]: the pass-through application (bench/passthrough) on loopback,
+# against the Stripe stand-in and the load generator's API key; sets LAST_PID once it answers.
+start_passthrough() {
+  local name="$1" port="$2"; shift 2
+  log "$name on :$port"
+  start_bg "$OUT/$name.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$port" \
     -Dpassthrough.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" -Dpassthrough.client-key-sha256="$(sha256_hex "$API_KEY")" \
-    -jar "$PASSTHROUGH_JAR"
+    "$@" -jar "$PASSTHROUGH_JAR"
+  wait_http "http://127.0.0.1:$port/" 60 "$LAST_PID" any || die "$name did not start, see $OUT/$name.log"
+}
+PT_PID=$$ # no pass-through in a soak; its CPU column reads the script's own (0)
+FL_PID=$$ # nor the floor in a soak, --slow or --profile
+if [ "$SOAK_MINUTES" -eq 0 ]; then
+  start_passthrough passthrough "$PT_PORT"
   PT_PID=$LAST_PID
-  wait_http "http://127.0.0.1:$PT_PORT/" 60 "$PT_PID" any || die "pass-through did not start, see $OUT/passthrough.log"
-else
-  PT_PID=$$ # no pass-through in a soak; its CPU column reads the script's own (0)
 fi
-FL_PID=$$ # without the floor its CPU column reads the script's own (0)
-FLOOR=1   # the floor runs beside the pass-through in scenario 1 and in --focus; not in a soak, --slow or --profile
+FLOOR=1   # the floor runs beside the pass-through in scenario 1 and in --focus
 { [ "$SOAK_MINUTES" -gt 0 ] || [ "$SLOW_ONLY" = 1 ] || [ "$PROFILE" = 1 ]; } && FLOOR=0
 if [ "$FLOOR" = 1 ]; then
   # The floor: the pass-through plus the least exactly-once needs (a committed claim before Stripe, a committed finish
   # after, on the minimal pair's table; bench/passthrough, MinimalPair), through the service's pool and driver.
   FL_PORT=$(free_port)
-  log "floor (the pass-through with the minimal pair) on :$FL_PORT"
-  start_bg "$OUT/floor.log" java $SERVICE_JVM -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$FL_PORT" \
-    -Dpassthrough.stripe.api-base="http://127.0.0.1:$STRIPE_PORT" -Dpassthrough.client-key-sha256="$(sha256_hex "$API_KEY")" \
-    -Dpassthrough.floor.enabled=true -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$PG_PORT/chargeonce_minimal" \
-    -jar "$PASSTHROUGH_JAR"
+  start_passthrough floor "$FL_PORT" -Dpassthrough.floor.enabled=true \
+    -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$PG_PORT/chargeonce_minimal"
   FL_PID=$LAST_PID
-  wait_http "http://127.0.0.1:$FL_PORT/" 60 "$FL_PID" any || die "the floor did not start, see $OUT/floor.log"
 fi
 
 # ---- helpers ----------------------------------------------------------------------------------------------------
