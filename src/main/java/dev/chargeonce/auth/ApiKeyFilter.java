@@ -33,6 +33,15 @@ public class ApiKeyFilter {
         this.failures = failures;
     }
 
+    /**
+     * The client's address: the peer's, or the one a trusted proxy forwarded when {@code
+     * quarkus.http.proxy.proxy-address-forwarding} is on (Quarkus rewrites the request's remote address, and believes
+     * the header only from {@code quarkus.http.proxy.trusted-proxies}).
+     */
+    static String clientAddress(io.vertx.core.http.HttpServerRequest connection) {
+        return connection.remoteAddress() == null ? "unknown" : connection.remoteAddress().hostAddress();
+    }
+
     @ServerRequestFilter(preMatching = true, priority = jakarta.ws.rs.Priorities.AUTHENTICATION)
     public void authenticate(ContainerRequestContext request, io.vertx.core.http.HttpServerRequest connection) {
         String path = request.getUriInfo().getPath();
@@ -40,18 +49,23 @@ public class ApiKeyFilter {
         if (!path.startsWith("/v1/") || path.startsWith(WEBHOOKS)) {
             return;
         }
-        String address = connection.remoteAddress() == null ? "unknown" : connection.remoteAddress().hostAddress();
-        failures.blocked(address).ifPresent(wait -> {
-            throw FailedAuthentications.tooMany(wait);
-        });
         String header = request.getHeaderString("Authorization");
         String token = header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : null;
+        // Checked first, whatever the address did before: a valid key is never refused (FailedAuthentications).
         java.util.Optional<String> authenticated = clients.authenticate(token);
         if (authenticated.isEmpty()) {
-            failures.failed(address);
+            java.util.List<String> subjects = java.util.List.of(FailedAuthentications.address(clientAddress(connection)),
+                    "api-key " + ClientRegistry.presentedKeyId(token));
+            // Whether it was over the limit before this failure: the limit-th failure is still a 401.
+            java.util.Optional<java.time.Duration> wait = failures.overLimit(subjects);
+            failures.failed(subjects);
+            wait.ifPresent(w -> {
+                throw FailedAuthentications.tooMany(w);
+            });
+            throw new ApiException(401, "authentication_error", "invalid_api_key",
+                    "Provide a valid API key as 'Authorization: Bearer <key>'.", null, null);
         }
-        String clientId = authenticated.orElseThrow(() -> new ApiException(401, "authentication_error",
-                "invalid_api_key", "Provide a valid API key as 'Authorization: Bearer <key>'.", null, null));
+        String clientId = authenticated.get();
         request.setProperty(CLIENT_ID, clientId);
         // Log context: who is calling, never with what key. The idempotency key appears only as a keyed tag (an
         // unkeyed hash of a guessable key would give it away to whoever reads the logs).

@@ -37,6 +37,14 @@ public class ClientRegistry {
         }
     }
 
+    /**
+     * What identifies a presented key that no client owns, for counting its failures: a prefix of its SHA-256, which
+     * tells one wrong key from another and nothing of the key (it is a wrong one, and it never leaves the process).
+     */
+    static String presentedKeyId(String apiKey) {
+        return apiKey == null || apiKey.isEmpty() ? "none" : Fingerprint.sha256Hex(apiKey).substring(0, 16);
+    }
+
     /** The client that owns this bearer token, if any. */
     public Optional<String> authenticate(String apiKey) {
         if (apiKey == null || apiKey.isEmpty()) {

@@ -1,22 +1,31 @@
 package dev.chargeonce.auth;
 
-import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.web.ApiException;
+import io.smallrye.mutiny.Uni;
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
 import jakarta.ws.rs.container.ContainerRequestContext;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
+import java.time.Duration;
 import java.util.Base64;
-import java.util.HashMap;
-import java.util.Map;
+import java.util.List;
 import java.util.Optional;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import org.jboss.logging.MDC;
 import org.jboss.resteasy.reactive.server.ServerRequestFilter;
 
 /**
- * Operators, apart from API clients: HTTP Basic on {@code /console} and {@code /admin}, against
- * {@code chargeonce.auth.operators} ({@code name:sha256-hex-of-password,...}). A client's API key opens nothing
- * here, and an operator's password opens nothing under {@code /v1}. No operator configured: both stay closed.
+ * Operators, apart from API clients: HTTP Basic on {@code /console} and {@code /admin}, against the bcrypt hashes of
+ * {@link OperatorCredentials}. A client's API key opens nothing here, and an operator's password opens nothing under
+ * {@code /v1}. No operator configured: both stay closed.
+ *
+ * <p>A password is checked by bcrypt, which is slow on purpose (a tenth of a second of CPU), so never on the event loop:
+ * on one thread of its own with a short queue, which also bounds what a flood of wrong passwords can cost the service
+ * to one core. A credential that passed recently is recognised without bcrypt ({@link OperatorCredentials#remembered}).
  */
 public class OperatorFilter {
 
@@ -33,65 +42,87 @@ public class OperatorFilter {
         return (String) request.getProperty(OPERATOR);
     }
 
-    private final Map<String, byte[]> passwordHashByName = new HashMap<>();
+    /** The checks waiting for the bcrypt thread at most; past it, an attempt is answered 429 unchecked. */
+    private static final int CHECKS_QUEUED = 32;
+    private static final Executor BCRYPT = new ThreadPoolExecutor(1, 1, 1, TimeUnit.MINUTES,
+            new ArrayBlockingQueue<>(CHECKS_QUEUED), runnable -> {
+                Thread thread = new Thread(runnable, "operator-password-check");
+                thread.setDaemon(true);
+                return thread;
+            });
+
+    private final OperatorCredentials credentials;
     private final FailedAuthentications failures;
 
-    OperatorFilter(@ConfigProperty(name = "chargeonce.auth.operators", defaultValue = " ") String operators,
-                   FailedAuthentications failures) {
+    OperatorFilter(OperatorCredentials credentials, FailedAuthentications failures) {
+        this.credentials = credentials;
         this.failures = failures;
-        for (String entry : operators.split(",")) {
-            String trimmed = entry.trim();
-            if (trimmed.isEmpty()) {
-                continue;
-            }
-            int colon = trimmed.indexOf(':');
-            String hash = colon <= 0 ? "" : trimmed.substring(colon + 1).toLowerCase();
-            if (!hash.matches("[0-9a-f]{64}")) {
-                throw new IllegalArgumentException("chargeonce.auth.operators: expected name:sha256-hex (64 hex digits) per entry");
-            }
-            passwordHashByName.put(trimmed.substring(0, colon), java.util.HexFormat.of().parseHex(hash));
-        }
+    }
+
+    private record Basic(String name, String password) {
     }
 
     @ServerRequestFilter(preMatching = true, priority = jakarta.ws.rs.Priorities.AUTHENTICATION)
-    public void authenticate(ContainerRequestContext request, io.vertx.core.http.HttpServerRequest connection) {
+    public Uni<Void> authenticate(ContainerRequestContext request, io.vertx.core.http.HttpServerRequest connection) {
         String path = request.getUriInfo().getPath();
         if (!isOperatorPath(path)) {
-            return;
+            return Uni.createFrom().voidItem();
         }
-        String address = connection.remoteAddress() == null ? "unknown" : connection.remoteAddress().hostAddress();
-        failures.blocked(address).ifPresent(wait -> {
-            throw FailedAuthentications.tooMany(wait);
+        String address = FailedAuthentications.address(ApiKeyFilter.clientAddress(connection));
+        Basic basic = basic(request.getHeaderString("Authorization"));
+        if (basic == null) {
+            return Uni.createFrom().failure(refused(List.of(address)));
+        }
+        if (credentials.remembered(basic.name(), basic.password())) {
+            signedIn(request, basic.name());
+            return Uni.createFrom().voidItem();
+        }
+        List<String> subjects = List.of(address, "operator " + basic.name());
+        if (!failures.mayCheck(subjects)) {
+            return Uni.createFrom().failure(FailedAuthentications.tooMany(failures.overLimit(subjects).orElse(Duration.ofSeconds(1))));
+        }
+        Context context = Vertx.currentContext();
+        Uni<Boolean> check = Uni.createFrom().item(() -> credentials.check(basic.name(), basic.password()))
+                .runSubscriptionOn(BCRYPT)
+                .onFailure(RejectedExecutionException.class).transform(e -> FailedAuthentications.tooMany(Duration.ofSeconds(1)));
+        if (context != null) {
+            // Back on the request's own context: its log context (MDC) lives there.
+            check = check.emitOn(task -> context.runOnContext(ignored -> task.run()));
+        }
+        return check.map(passed -> {
+            if (!passed) {
+                throw refused(subjects);
+            }
+            signedIn(request, basic.name());
+            return null;
         });
-        Optional<String> signedIn = operatorOf(request.getHeaderString("Authorization"));
-        if (signedIn.isEmpty()) {
-            failures.failed(address);
-        }
-        String operator = signedIn.orElseThrow(() -> new ApiException(401,
+    }
+
+    private ApiException refused(List<String> subjects) {
+        // Whether it was over the limit before this failure: the limit-th failure is still a 401.
+        Optional<Duration> wait = failures.overLimit(subjects);
+        failures.failed(subjects);
+        return wait.<ApiException>map(FailedAuthentications::tooMany).orElseGet(() -> new ApiException(401,
                 "authentication_error", "operator_credentials_required",
                 "Operators sign in with HTTP Basic (chargeonce.auth.operators); API keys do not open the console.", null, null));
+    }
+
+    private static void signedIn(ContainerRequestContext request, String operator) {
         request.setProperty(OPERATOR, operator);
         MDC.put("operator", operator);
     }
 
-    private Optional<String> operatorOf(String header) {
+    private static Basic basic(String header) {
         if (header == null || !header.regionMatches(true, 0, "Basic ", 0, 6)) {
-            return Optional.empty();
+            return null;
         }
         String decoded;
         try {
             decoded = new String(Base64.getDecoder().decode(header.substring(6).trim()), StandardCharsets.UTF_8);
         } catch (IllegalArgumentException e) {
-            return Optional.empty();
+            return null;
         }
         int colon = decoded.indexOf(':');
-        if (colon <= 0) {
-            return Optional.empty();
-        }
-        String name = decoded.substring(0, colon);
-        byte[] expected = passwordHashByName.get(name);
-        byte[] given = java.util.HexFormat.of().parseHex(Fingerprint.sha256Hex(decoded.substring(colon + 1)));
-        // Constant time in the password; an unknown name still costs the same hash.
-        return expected != null && MessageDigest.isEqual(expected, given) ? Optional.of(name) : Optional.empty();
+        return colon <= 0 ? null : new Basic(decoded.substring(0, colon), decoded.substring(colon + 1));
     }
 }

@@ -832,8 +832,8 @@ class OpenApiContractTest {
 
     @Test
     @Order(91)
-    void anAddressThatKeepsFailingAuthenticationIs429OnEveryAuthenticatedOperation() {
-        // An address of its own (X-Forwarded-For, trusted in the test profile), so that no other test is locked out.
+    void anAddressThatKeepsFailingAuthenticationIs429OnEveryAuthenticatedOperationYetAValidKeyPasses() {
+        // An address of its own (X-Forwarded-For, trusted in the test profile), so that no other test is slowed.
         String address = "203.0.113." + (1 + new java.util.Random().nextInt(250));
         int limit = org.eclipse.microprofile.config.ConfigProvider.getConfig().getValue("chargeonce.auth.throttle.failures", Integer.class);
         for (int i = 0; i < limit; i++) {
@@ -843,10 +843,12 @@ class OpenApiContractTest {
         List<Call> all = List.of(Call.createCharge(newKey(), VISA), Call.listCharges(), Call.getCharge(charge),
                 Call.createRefund(charge, newKey(), "{}"), Call.listRefunds(charge), Call.getRefund("rfd_" + "a".repeat(24)), Call.getKey("k"));
         for (Call call : all) {
-            Answer blocked = check(call.header("X-Forwarded-For", address), 429);
+            Answer blocked = check(call.header("X-Forwarded-For", address).header("Authorization", "Bearer sk_guess_more"), 429);
             assertEquals("too_many_failed_authentications", blocked.json().get("error").get("code").asText());
             assertTrue(Integer.parseInt(blocked.header("Retry-After")) >= 1);
         }
+        // Only failures are refused: the address's valid key still passes.
+        check(Call.listCharges().header("X-Forwarded-For", address), 200);
         check(Call.listCharges().header("X-Forwarded-For", "203.0.113.251"), 200); // another address is not blocked
     }
 

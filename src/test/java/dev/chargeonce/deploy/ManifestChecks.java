@@ -52,6 +52,9 @@ final class ManifestChecks {
     static final Set<String> KNOWN_QUARKUS_PROPERTIES = Set.of(
             "quarkus.profile",
             "quarkus.http.port",
+            "quarkus.http.proxy.proxy-address-forwarding",
+            "quarkus.http.proxy.allow-x-forwarded",
+            "quarkus.http.proxy.trusted-proxies",
             "quarkus.log.level",
             "quarkus.datasource.jdbc.url",
             "quarkus.datasource.username",

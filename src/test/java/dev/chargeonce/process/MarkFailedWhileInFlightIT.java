@@ -34,7 +34,7 @@ class MarkFailedWhileInFlightIT {
         ChargeClient client = new ChargeClient(TestClients.ACME_KEY);
         try (ProcessEnvironment env = new ProcessEnvironment("markfailed")) {
             Map<String, String> config = env.serviceConfig();
-            config.put("chargeonce.auth.operators", "ops:" + TestClients.sha256(ReconciliationIT.OPERATOR_PASSWORD));
+            config.put("chargeonce.auth.operators", dev.chargeonce.testing.TestOperators.config());
             try (ServiceProcess service = ServiceProcess.start("markfailed", config)) {
                 String key = UUID.randomUUID().toString();
                 env.stripe.plan("slow:6000"); // the holder's try stays on its way (not yet executed) for 6 s

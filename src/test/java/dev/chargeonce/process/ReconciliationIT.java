@@ -65,7 +65,7 @@ class ReconciliationIT {
         config.put("chargeonce.reconciliation.rate-limit-backoff", "200ms");
         // The scheduled window stays small: this test's run is the one asked for.
         config.put("chargeonce.reconciliation.first-window", "2m");
-        config.put("chargeonce.auth.operators", "ops:1ee8e66afeda888f9cacbc4d6eb727dc6e83eaa11ab06166d953a3b17a07abd7");
+        config.put("chargeonce.auth.operators", dev.chargeonce.testing.TestOperators.config());
         return config;
     }
 
