@@ -1,7 +1,10 @@
 package dev.chargeonce.auth;
 
 import dev.chargeonce.web.ApiException;
+import io.quarkus.security.identity.SecurityIdentity;
+import io.quarkus.vertx.http.runtime.security.QuarkusHttpUser;
 import io.smallrye.mutiny.Uni;
+import io.vertx.ext.web.RoutingContext;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import jakarta.ws.rs.container.ContainerRequestContext;
@@ -15,6 +18,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.MDC;
 import org.jboss.resteasy.reactive.server.ServerRequestFilter;
 
@@ -22,6 +26,12 @@ import org.jboss.resteasy.reactive.server.ServerRequestFilter;
  * Operators, apart from API clients: HTTP Basic on {@code /console} and {@code /admin}, against the bcrypt hashes of
  * {@link OperatorCredentials}. A client's API key opens nothing here, and an operator's password opens nothing under
  * {@code /v1}. No operator configured: both stay closed.
+ *
+ * <p>With {@code chargeonce.console.oidc=true}, the console signs operators in with OpenID Connect instead (the
+ * production option): Quarkus' OIDC code flow has already sent the browser to the identity provider and checked the
+ * operator role before this filter runs ({@code quarkus.http.auth.permission.console-oidc}), and the session ends when
+ * the provider's ID token does. Basic opens the console no more; the admin API keeps it, for scripts, whose machine
+ * credentials rotate by listing a name twice.
  *
  * <p>A password is checked by bcrypt, which is slow on purpose (a tenth of a second of CPU), so never on the event loop:
  * on one thread of its own with a short queue, which also bounds what a flood of wrong passwords can cost the service
@@ -53,19 +63,37 @@ public class OperatorFilter {
 
     private final OperatorCredentials credentials;
     private final FailedAuthentications failures;
+    private final boolean consoleByOidc;
 
-    OperatorFilter(OperatorCredentials credentials, FailedAuthentications failures) {
+    OperatorFilter(OperatorCredentials credentials, FailedAuthentications failures,
+                   @ConfigProperty(name = "chargeonce.console.oidc", defaultValue = "false") boolean consoleByOidc) {
         this.credentials = credentials;
         this.failures = failures;
+        this.consoleByOidc = consoleByOidc;
+    }
+
+    private static boolean isConsolePath(String path) {
+        return path.equals("/console") || path.startsWith("/console/");
     }
 
     private record Basic(String name, String password) {
     }
 
     @ServerRequestFilter(preMatching = true, priority = jakarta.ws.rs.Priorities.AUTHENTICATION)
-    public Uni<Void> authenticate(ContainerRequestContext request, io.vertx.core.http.HttpServerRequest connection) {
+    public Uni<Void> authenticate(ContainerRequestContext request, io.vertx.core.http.HttpServerRequest connection,
+                                  RoutingContext routing) {
         String path = request.getUriInfo().getPath();
         if (!isOperatorPath(path)) {
+            return Uni.createFrom().voidItem();
+        }
+        if (consoleByOidc && isConsolePath(path)) {
+            SecurityIdentity identity = routing.user() instanceof QuarkusHttpUser user ? user.getSecurityIdentity() : null;
+            if (identity == null || identity.isAnonymous()) {
+                // Not reached while the console's permission is on: Quarkus redirects to the provider first.
+                return Uni.createFrom().failure(new ApiException(401, "authentication_error", "operator_sign_in_required",
+                        "Operators sign in to the console with OpenID Connect.", null, null));
+            }
+            signedIn(request, identity.getPrincipal().getName());
             return Uni.createFrom().voidItem();
         }
         String address = FailedAuthentications.address(ApiKeyFilter.clientAddress(connection));
