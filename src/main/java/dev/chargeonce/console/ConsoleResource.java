@@ -80,6 +80,14 @@ public class ConsoleResource {
         return pages.row(data);
     }
 
+    /** The pages' stylesheet: a file of the console's own, since their Content-Security-Policy refuses inline styles. */
+    @GET
+    @Path("/console.css")
+    @Produces("text/css;charset=UTF-8")
+    public String stylesheet() {
+        return pages.stylesheet();
+    }
+
     @POST
     @Path("/rows/{operation}/{id}/{action}")
     @Consumes(MediaType.APPLICATION_FORM_URLENCODED)

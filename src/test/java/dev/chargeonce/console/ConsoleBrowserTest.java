@@ -122,6 +122,8 @@ class ConsoleBrowserTest {
         browser.get(base + "/console");
         assertEquals("chargeonce · operator console", browser.getTitle());
         assertEquals("ops", browser.findElement(By.id("operator")).getText());
+        // Styled by the console's stylesheet, which the page's Content-Security-Policy lets in (an inline one it refuses).
+        assertEquals("rgba(244, 244, 244, 1)", browser.findElement(By.cssSelector("th")).getCssValue("background-color"));
         WebElement rowLink = browser.findElement(By.cssSelector("a.row-link[href='/console/rows/charge/" + chargeId + "']"));
         assertTrue(browser.findElement(By.id("findings")).getText().contains(chargeId), "the parked row's findings are listed");
         screenshot("1-console.png");
