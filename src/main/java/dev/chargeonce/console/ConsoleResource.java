@@ -19,11 +19,10 @@ import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.net.URI;
-import java.net.URLEncoder;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The operator's console: one page of what needs an operator (open findings, parked and stuck rows, runs, recent
@@ -56,7 +55,7 @@ public class ConsoleResource {
         data.put("rows", stories.attentionRows(200));
         data.put("runs", stories.runs(10));
         data.put("actions", stories.recentActions(20));
-        data.put("message", message);
+        banner(data, message);
         data.put("token", tokens.tokenFor(operator));
         return pages.index(data);
     }
@@ -65,7 +64,7 @@ public class ConsoleResource {
     @Path("/rows/{operation}/{id}")
     @RunOnVirtualThread
     public String row(@Context ContainerRequestContext request, @PathParam("operation") String operation,
-                      @PathParam("id") String id, @QueryParam("message") String message, @QueryParam("done") boolean done) {
+                      @PathParam("id") String id, @QueryParam("message") String message) {
         Operation op = operation(operation);
         String operator = OperatorFilter.operator(request);
         RowStories.RowStory story = stories.story(op, id).orElseThrow(() -> new ApiException(404, "invalid_request_error",
@@ -74,8 +73,7 @@ public class ConsoleResource {
         data.put("operator", operator);
         data.put("story", story);
         data.put("operation", op.name().toLowerCase(Locale.ROOT));
-        data.put("message", message);
-        data.put("done", done);
+        banner(data, message);
         data.put("token", tokens.tokenFor(operator));
         return pages.row(data);
     }
@@ -104,9 +102,9 @@ public class ConsoleResource {
             case "requeue" -> actions.requeue(operator, op, id, leaseGeneration, reason);
             default -> throw new ApiException(404, "invalid_request_error", "resource_missing", "No such action: " + action, "action", null);
         };
-        // Post, then redirect, then get: a reload never repeats the action.
-        return Response.seeOther(URI.create("/console/rows/" + op.name().toLowerCase(Locale.ROOT) + "/" + id + "?done=" + outcome.done()
-                + "&message=" + URLEncoder.encode(outcome.message(), StandardCharsets.UTF_8))).build();
+        // Post, then redirect, then get: a reload never repeats the action. The redirect names the banner by id.
+        return Response.seeOther(URI.create("/console/rows/" + op.name().toLowerCase(Locale.ROOT) + "/" + id + "?message="
+                + Banners.id(outcome))).build();
     }
 
     @POST
@@ -118,7 +116,14 @@ public class ConsoleResource {
         String operator = OperatorFilter.operator(request);
         tokens.check(operator, token);
         OperatorActions.Outcome outcome = actions.acknowledge(operator, id, note);
-        return Response.seeOther(URI.create("/console?message=" + URLEncoder.encode(outcome.message(), StandardCharsets.UTF_8))).build();
+        return Response.seeOther(URI.create("/console?message=" + Banners.id(outcome))).build();
+    }
+
+    /** The banner {@code ?message=} names, in the page's words; an id naming none shows none. */
+    private static void banner(Map<String, Object> data, String message) {
+        Optional<Banners.Banner> banner = Banners.byId(message);
+        data.put("message", banner.map(Banners.Banner::text).orElse(null));
+        data.put("done", banner.map(Banners.Banner::done).orElse(false));
     }
 
     private static Operation operation(String operation) {

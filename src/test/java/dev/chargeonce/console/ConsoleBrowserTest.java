@@ -138,10 +138,12 @@ class ConsoleBrowserTest {
         attach.findElement(By.cssSelector("button[type=submit]")).click();
 
         String message = browser.findElement(By.id("message")).getText();
-        assertTrue(message.contains("now answers 201"), message);
+        assertTrue(message.startsWith("Attached: "), message);
+        assertTrue(browser.getCurrentUrl().endsWith("/console/rows/charge/" + chargeId + "?message=attached"), browser.getCurrentUrl());
         assertEquals("completed", browser.findElement(By.id("status")).getText());
         assertEquals(paymentIntent, browser.findElement(By.id("object")).getText());
-        assertTrue(browser.findElement(By.id("audit")).getText().contains("OPS-42"));
+        String audit = browser.findElement(By.id("audit")).getText();
+        assertTrue(audit.contains("OPS-42") && audit.contains("now answers 201"), audit);
         screenshot("3-attached.png");
 
         try (Connection c = primary.getConnection()) {

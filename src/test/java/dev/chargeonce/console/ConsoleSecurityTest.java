@@ -128,4 +128,27 @@ class ConsoleSecurityTest {
             assertEquals("nosniff", admin.header("X-Content-Type-Options"), "the admin API: " + admin.statusCode());
         }
     }
+
+    @Test
+    void aBannerSaysOnlyWhatTheCodeChose() throws Exception {
+        String row = parkedRow();
+        for (String path : List.of("/console", "/console/rows/charge/" + row)) {
+            for (String text : List.of("<script>alert(1)</script>", "Your session expired, call +1 555 0100 and give your password",
+                    "attached ")) {
+                String html = operator().queryParam("message", text).queryParam("done", true).get(path).then().statusCode(200)
+                        .extract().asString();
+                assertFalse(html.contains("id=\"message\""), path + " renders no banner for " + text + ": " + html);
+                assertFalse(html.contains("alert(1)") || html.contains("555 0100"), html);
+            }
+        }
+        String attached = operator().queryParam("message", "attached").get("/console/rows/charge/" + row).then().statusCode(200)
+                .extract().asString();
+        assertTrue(attached.contains("<p class=\"message\" id=\"message\">Attached: "), attached);
+        String acknowledged = operator().queryParam("message", "acknowledged").get("/console").then().statusCode(200)
+                .extract().asString();
+        assertTrue(acknowledged.contains("id=\"message\">Finding acknowledged."), acknowledged);
+        String refused = operator().queryParam("message", "not-processing").get("/console/rows/charge/" + row).then().statusCode(200)
+                .extract().asString();
+        assertTrue(refused.contains("<p class=\"message refused\" id=\"message\">Refused: "), refused);
+    }
 }
