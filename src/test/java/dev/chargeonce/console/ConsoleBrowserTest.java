@@ -45,8 +45,9 @@ import org.openqa.selenium.chrome.ChromeOptions;
 
 /**
  * The operator's console in a real browser (Debian's headless Chromium): the page shows a parked row and its
- * finding, an operator attaches the PaymentIntent reconciliation found, and the row and the audit trail are checked
- * in PostgreSQL; the client's retry then replays the charge. Screenshots land in {@code target/console/}. Chromium
+ * finding, an operator attaches the PaymentIntent reconciliation found (the form's token bound to the browser's
+ * session cookie), and the row and the audit trail are checked in PostgreSQL; the client's retry then replays the
+ * charge. Screenshots land in {@code target/console/}. Chromium
  * and its driver are required (installed by {@code .ci/run}): without them this test fails, it never skips.
  */
 @QuarkusTest
@@ -124,6 +125,10 @@ class ConsoleBrowserTest {
         assertEquals("ops", browser.findElement(By.id("operator")).getText());
         // Styled by the console's stylesheet, which the page's Content-Security-Policy lets in (an inline one it refuses).
         assertEquals("rgba(244, 244, 244, 1)", browser.findElement(By.cssSelector("th")).getCssValue("background-color"));
+        // The browser keeps the console's session cookie, which its forms' tokens are bound to; no script can read it.
+        org.openqa.selenium.Cookie session = browser.manage().getCookieNamed(FormTokens.SESSION_COOKIE);
+        assertTrue(session != null && session.isSecure() && session.isHttpOnly() && "Strict".equals(session.getSameSite()),
+                String.valueOf(session));
         WebElement rowLink = browser.findElement(By.cssSelector("a.row-link[href='/console/rows/charge/" + chargeId + "']"));
         assertTrue(browser.findElement(By.id("findings")).getText().contains(chargeId), "the parked row's findings are listed");
         screenshot("1-console.png");
