@@ -15,7 +15,8 @@ import java.util.Map;
 
 /**
  * The console's Qute templates ({@code src/main/resources/console/}), parsed once at start-up with Qute's engine;
- * every value they print is HTML-escaped. Records and enums are read by their accessors.
+ * every value they print is HTML-escaped. Records and enums are read by their accessors. Their one stylesheet is
+ * read at start-up too: the pages carry no inline style or script (their Content-Security-Policy allows none).
  */
 @ApplicationScoped
 public class ConsolePages {
@@ -24,6 +25,7 @@ public class ConsolePages {
             .addResultMapper(new HtmlEscaper(List.of(Variant.TEXT_HTML))).build();
     private final Template index = parse("index.html");
     private final Template row = parse("row.html");
+    private final String stylesheet = read("console.css");
 
     String index(Map<String, Object> data) {
         return render(index, data);
@@ -33,6 +35,10 @@ public class ConsolePages {
         return render(row, data);
     }
 
+    String stylesheet() {
+        return stylesheet;
+    }
+
     private static String render(Template template, Map<String, Object> data) {
         var instance = template.instance();
         data.forEach(instance::data);
@@ -40,11 +46,15 @@ public class ConsolePages {
     }
 
     private Template parse(String name) {
+        return engine.parse(read(name), Variant.forContentType(Variant.TEXT_HTML), name);
+    }
+
+    private static String read(String name) {
         try (InputStream in = ConsolePages.class.getResourceAsStream("/console/" + name)) {
             if (in == null) {
                 throw new IllegalStateException("console/" + name + " is missing from the classpath");
             }
-            return engine.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8), Variant.forContentType(Variant.TEXT_HTML), name);
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

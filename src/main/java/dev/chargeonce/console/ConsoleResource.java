@@ -3,10 +3,12 @@ package dev.chargeonce.console;
 import dev.chargeonce.auth.OperatorFilter;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.reconcile.OperatorActions;
+import dev.chargeonce.reconcile.ReconciliationStore;
 import dev.chargeonce.reconcile.RowStories;
 import dev.chargeonce.web.ApiException;
 import io.smallrye.common.annotation.RunOnVirtualThread;
 import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.CookieParam;
 import jakarta.ws.rs.FormParam;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.POST;
@@ -19,11 +21,11 @@ import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.net.URI;
-import java.net.URLEncoder;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The operator's console: one page of what needs an operator (open findings, parked and stuck rows, runs, recent
@@ -48,24 +50,31 @@ public class ConsoleResource {
 
     @GET
     @RunOnVirtualThread
-    public String index(@Context ContainerRequestContext request, @QueryParam("message") String message) {
+    public Response index(@Context ContainerRequestContext request, @CookieParam(FormTokens.SESSION_COOKIE) String cookie,
+                          @QueryParam("message") String message) {
         String operator = OperatorFilter.operator(request);
+        Session session = session(cookie);
+        List<ReconciliationStore.StoredFinding> findings = stories.findings(true, 200);
+        Map<Long, String> acknowledgeTokens = new HashMap<>();
+        for (ReconciliationStore.StoredFinding finding : findings) {
+            acknowledgeTokens.put(finding.id(), tokens.issue(operator, session.id(), "findings/" + finding.id() + "/acknowledge"));
+        }
         Map<String, Object> data = new HashMap<>();
         data.put("operator", operator);
-        data.put("findings", stories.findings(true, 200));
+        data.put("findings", findings);
         data.put("rows", stories.attentionRows(200));
         data.put("runs", stories.runs(10));
         data.put("actions", stories.recentActions(20));
-        data.put("message", message);
-        data.put("token", tokens.tokenFor(operator));
-        return pages.index(data);
+        banner(data, message);
+        data.put("acknowledgeTokens", acknowledgeTokens);
+        return page(pages.index(data), session);
     }
 
     @GET
     @Path("/rows/{operation}/{id}")
     @RunOnVirtualThread
-    public String row(@Context ContainerRequestContext request, @PathParam("operation") String operation,
-                      @PathParam("id") String id, @QueryParam("message") String message, @QueryParam("done") boolean done) {
+    public Response row(@Context ContainerRequestContext request, @CookieParam(FormTokens.SESSION_COOKIE) String cookie,
+                        @PathParam("operation") String operation, @PathParam("id") String id, @QueryParam("message") String message) {
         Operation op = operation(operation);
         String operator = OperatorFilter.operator(request);
         RowStories.RowStory story = stories.story(op, id).orElseThrow(() -> new ApiException(404, "invalid_request_error",
@@ -74,10 +83,21 @@ public class ConsoleResource {
         data.put("operator", operator);
         data.put("story", story);
         data.put("operation", op.name().toLowerCase(Locale.ROOT));
-        data.put("message", message);
-        data.put("done", done);
-        data.put("token", tokens.tokenFor(operator));
-        return pages.row(data);
+        banner(data, message);
+        Session session = session(cookie);
+        String form = "rows/" + op.name().toLowerCase(Locale.ROOT) + "/" + story.row().id() + "/";
+        data.put("attachToken", tokens.issue(operator, session.id(), form + "attach"));
+        data.put("markFailedToken", tokens.issue(operator, session.id(), form + "mark-failed"));
+        data.put("requeueToken", tokens.issue(operator, session.id(), form + "requeue"));
+        return page(pages.row(data), session);
+    }
+
+    /** The pages' stylesheet: a file of the console's own, since their Content-Security-Policy refuses inline styles. */
+    @GET
+    @Path("/console.css")
+    @Produces("text/css;charset=UTF-8")
+    public String stylesheet() {
+        return pages.stylesheet();
     }
 
     @POST
@@ -86,9 +106,10 @@ public class ConsoleResource {
     @RunOnVirtualThread
     public Response act(@Context ContainerRequestContext request, @PathParam("operation") String operation, @PathParam("id") String id,
                         @PathParam("action") String action, @FormParam("lease_gen") int leaseGeneration, @FormParam("reason") String reason,
-                        @FormParam("object") String object, @FormParam("token") String token) {
+                        @FormParam("object") String object, @FormParam("token") String token,
+                        @CookieParam(FormTokens.SESSION_COOKIE) String session) {
         String operator = OperatorFilter.operator(request);
-        tokens.check(operator, token);
+        tokens.check(operator, session, "rows/" + operation + "/" + id + "/" + action, token);
         Operation op = operation(operation);
         OperatorActions.Outcome outcome = switch (action) {
             case "attach" -> actions.attach(operator, op, id, leaseGeneration, object, reason);
@@ -96,9 +117,9 @@ public class ConsoleResource {
             case "requeue" -> actions.requeue(operator, op, id, leaseGeneration, reason);
             default -> throw new ApiException(404, "invalid_request_error", "resource_missing", "No such action: " + action, "action", null);
         };
-        // Post, then redirect, then get: a reload never repeats the action.
-        return Response.seeOther(URI.create("/console/rows/" + op.name().toLowerCase(Locale.ROOT) + "/" + id + "?done=" + outcome.done()
-                + "&message=" + URLEncoder.encode(outcome.message(), StandardCharsets.UTF_8))).build();
+        // Post, then redirect, then get: a reload never repeats the action. The redirect names the banner by id.
+        return Response.seeOther(URI.create("/console/rows/" + op.name().toLowerCase(Locale.ROOT) + "/" + id + "?message="
+                + Banners.id(outcome))).build();
     }
 
     @POST
@@ -106,11 +127,34 @@ public class ConsoleResource {
     @Consumes(MediaType.APPLICATION_FORM_URLENCODED)
     @RunOnVirtualThread
     public Response acknowledge(@Context ContainerRequestContext request, @PathParam("id") long id, @FormParam("note") String note,
-                                @FormParam("token") String token) {
+                                @FormParam("token") String token, @CookieParam(FormTokens.SESSION_COOKIE) String session) {
         String operator = OperatorFilter.operator(request);
-        tokens.check(operator, token);
+        tokens.check(operator, session, "findings/" + id + "/acknowledge", token);
         OperatorActions.Outcome outcome = actions.acknowledge(operator, id, note);
-        return Response.seeOther(URI.create("/console?message=" + URLEncoder.encode(outcome.message(), StandardCharsets.UTF_8))).build();
+        return Response.seeOther(URI.create("/console?message=" + Banners.id(outcome))).build();
+    }
+
+    /** The browser session a page is served in: the one its cookie names, or a new one its answer opens. */
+    private record Session(String id, boolean opened) {
+    }
+
+    private Session session(String cookie) {
+        return FormTokens.isSession(cookie) ? new Session(cookie, false) : new Session(tokens.newSession(), true);
+    }
+
+    private static Response page(String html, Session session) {
+        Response.ResponseBuilder ok = Response.ok(html);
+        if (session.opened()) {
+            ok.header("Set-Cookie", FormTokens.sessionCookie(session.id()));
+        }
+        return ok.build();
+    }
+
+    /** The banner {@code ?message=} names, in the page's words; an id naming none shows none. */
+    private static void banner(Map<String, Object> data, String message) {
+        Optional<Banners.Banner> banner = Banners.byId(message);
+        data.put("message", banner.map(Banners.Banner::text).orElse(null));
+        data.put("done", banner.map(Banners.Banner::done).orElse(false));
     }
 
     private static Operation operation(String operation) {

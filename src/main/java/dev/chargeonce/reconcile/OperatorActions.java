@@ -49,15 +49,26 @@ public class OperatorActions {
         this.stripeConfig = stripeConfig;
     }
 
-    /** What an action did: {@code done}, or why it was refused (nothing changed then). */
-    public record Outcome(boolean done, String message) {
-        static Outcome done(String message) {
-            return new Outcome(true, message);
+    /**
+     * What an action did: {@code done}, or why it was refused (nothing changed then). {@code kind} names it among a
+     * fixed few, for a reader that shows only words of its own (the console's banners); {@code message} has the
+     * particulars (ids, generations, what Stripe said), for the audit trail and the admin API.
+     */
+    public record Outcome(boolean done, Kind kind, String message) {
+        static Outcome done(Kind kind, String message) {
+            return new Outcome(true, kind, message);
         }
 
-        static Outcome refused(String message) {
-            return new Outcome(false, message);
+        static Outcome refused(Kind kind, String message) {
+            return new Outcome(false, kind, message);
         }
+    }
+
+    /** The outcomes an action can have: the first four are done, the others refused. */
+    public enum Kind {
+        ATTACHED, MARKED_FAILED, REQUEUED, ACKNOWLEDGED,
+        REASON_REQUIRED, REASON_TOO_LONG, OBJECT_REQUIRED, NOT_PROCESSING, MOVED, STRIPE_UNREACHABLE, WRONG_IDENTITY,
+        NOT_FINAL, STILL_SETTLING, STRIPE_HAS_OBJECT, NO_FINDING, ALREADY_RESOLVED
     }
 
     /**
@@ -66,15 +77,15 @@ public class OperatorActions {
      * have stored for that object, and the client's retry replays it.
      */
     public Outcome attach(String operator, Operation op, String rowId, int seenLeaseGeneration, String objectId, String reason) {
-        Optional<String> invalid = required(reason, objectId);
+        Optional<Outcome> invalid = required(reason, objectId);
         if (invalid.isPresent()) {
-            return audit(operator, "attach", op, rowId, null, seenLeaseGeneration, reason, Outcome.refused(invalid.get()), objectId);
+            return audit(operator, "attach", op, rowId, null, seenLeaseGeneration, reason, invalid.get(), objectId);
         }
         Outcome outcome;
         try {
             outcome = attach(driver.side(op), rowId, seenLeaseGeneration, objectId.trim());
         } catch (StripeGateway.LookupFailedException e) {
-            outcome = Outcome.refused("Stripe could not be asked about " + objectId + ": " + e.getMessage());
+            outcome = Outcome.refused(Kind.STRIPE_UNREACHABLE, "Stripe could not be asked about " + objectId + ": " + e.getMessage());
         }
         if (outcome.done()) {
             store.resolveFindingsOfRow(rowId, operator, "attached " + objectId + ": " + reason);
@@ -87,7 +98,7 @@ public class OperatorActions {
         Optional<RowView> view = rows.view(op, rowId);
         Optional<ClaimedIntent> row = view.flatMap(v -> rows.inspect(op, rowId, v.clientId(), stripeConfig.keyHorizon()));
         if (row.isEmpty()) {
-            return Outcome.refused(rowId + " is not processing: it has its answer already");
+            return Outcome.refused(Kind.NOT_PROCESSING, rowId + " is not processing: it has its answer already");
         }
         if (row.get().leaseGeneration() != seen) {
             return moved(rowId, seen, row.get().leaseGeneration());
@@ -95,19 +106,21 @@ public class OperatorActions {
         StripeSide.ObjectState object = side.look(objectId, false);
         String identity = view.map(RowView::identity).orElse(null);
         if (identity == null || !identity.equals(object.identity())) {
-            return Outcome.refused(objectId + " does not carry this key's identity (" + identity + "); it belongs to "
+            return Outcome.refused(Kind.WRONG_IDENTITY, objectId + " does not carry this key's identity (" + identity + "); it belongs to "
                     + (object.identity() == null ? "no key of this service" : "another key (" + object.identity() + ")"));
         }
         Optional<Final> answer = side.finalAnswer(new RowRef(rowId, row.get().createdAt()), side.parse(row.get().requestJson()),
                 object.outcome(), stripeConfig.pendingRecheck().get(0));
         if (answer.isEmpty()) {
-            return Outcome.refused(objectId + " is " + object.stripeStatus() + " at Stripe: not an answer yet; attach it once it is");
+            return Outcome.refused(Kind.NOT_FINAL, objectId + " is " + object.stripeStatus()
+                    + " at Stripe: not an answer yet; attach it once it is");
         }
         if (!rows.finishByOperator(op, rowId, row.get().clientId(), seen, answer.get())) {
-            return Outcome.refused(rowId + " moved while Stripe was asked; look again");
+            return Outcome.refused(Kind.MOVED, rowId + " moved while Stripe was asked; look again");
         }
         LOG.warnf("operator attached %s to %s: %s", objectId, rowId, answer.get().status().column());
-        return Outcome.done(rowId + " now answers " + answer.get().answer().status() + " (" + object.stripeStatus() + " " + objectId + ")");
+        return Outcome.done(Kind.ATTACHED, rowId + " now answers " + answer.get().answer().status() + " (" + object.stripeStatus()
+                + " " + objectId + ")");
     }
 
     /**
@@ -117,15 +130,15 @@ public class OperatorActions {
      * key; a refund's reserved amount is given back.
      */
     public Outcome markFailed(String operator, Operation op, String rowId, int seenLeaseGeneration, String reason) {
-        Optional<String> invalid = required(reason, "-");
+        Optional<Outcome> invalid = required(reason, "-");
         if (invalid.isPresent()) {
-            return audit(operator, "mark_failed", op, rowId, null, seenLeaseGeneration, reason, Outcome.refused(invalid.get()), null);
+            return audit(operator, "mark_failed", op, rowId, null, seenLeaseGeneration, reason, invalid.get(), null);
         }
         Outcome outcome;
         try {
             outcome = markFailed(driver.side(op), rowId, seenLeaseGeneration);
         } catch (StripeGateway.LookupFailedException e) {
-            outcome = Outcome.refused("Stripe could not prove that nothing was made: " + e.getMessage());
+            outcome = Outcome.refused(Kind.STRIPE_UNREACHABLE, "Stripe could not prove that nothing was made: " + e.getMessage());
         }
         if (outcome.done()) {
             store.resolveFindingsOfRow(rowId, operator, "marked failed: " + reason);
@@ -138,7 +151,7 @@ public class OperatorActions {
         // By id, the row's client read first (the console names a row by its id alone), then the row on its client's.
         Optional<ClaimedIntent> row = rows.view(op, rowId).flatMap(v -> rows.inspect(op, rowId, v.clientId(), stripeConfig.keyHorizon()));
         if (row.isEmpty()) {
-            return Outcome.refused(rowId + " is not processing: it has its answer already");
+            return Outcome.refused(Kind.NOT_PROCESSING, rowId + " is not processing: it has its answer already");
         }
         ClaimedIntent intent = row.get();
         if (intent.leaseGeneration() != seen) {
@@ -148,10 +161,10 @@ public class OperatorActions {
         // executed by Stripe. The list below would not see it, and it would charge after "nothing was made".
         Optional<IdempotencyStore.KeySettling> settling = rows.keySettling(op, rowId, intent.clientId(), stripeConfig.requestMaxDuration());
         if (settling.isEmpty()) {
-            return Outcome.refused(rowId + " is not processing: it has its answer already");
+            return Outcome.refused(Kind.NOT_PROCESSING, rowId + " is not processing: it has its answer already");
         }
         if (!settling.get().settled()) {
-            return Outcome.refused("a request with this key may still reach Stripe (its holder may send until its lease's"
+            return Outcome.refused(Kind.STILL_SETTLING, "a request with this key may still reach Stripe (its holder may send until its lease's"
                     + " send bound); try again after " + settling.get().settlesAt());
         }
         // Every attempt of the key carries its identity: a list from before the claim until now covers all of them,
@@ -164,32 +177,32 @@ public class OperatorActions {
         Optional<StripeOutcome> found = side.find(intent, side.parse(intent.requestJson()), from, until,
                 PROOF_MAX_PAGES, () -> true);
         if (found.isPresent()) {
-            return Outcome.refused("Stripe has " + describe(found.get()) + " for this key: attach it instead");
+            return Outcome.refused(Kind.STRIPE_HAS_OBJECT, "Stripe has " + describe(found.get()) + " for this key: attach it instead");
         }
         Final abandoned = new Final(IntentStatus.FAILED, abandonedAnswer(op), null, null, null);
         if (!rows.abandonByOperator(op, rowId, intent.clientId(), seen, abandoned, stripeConfig.requestMaxDuration())) {
-            return Outcome.refused(rowId + " moved while Stripe was asked; look again");
+            return Outcome.refused(Kind.MOVED, rowId + " moved while Stripe was asked; look again");
         }
         LOG.warnf("operator marked %s failed: Stripe has nothing for its key", rowId);
-        return Outcome.done(rowId + " now answers 400 " + abandonedCode(op) + " (Stripe has nothing for its key)");
+        return Outcome.done(Kind.MARKED_FAILED, rowId + " now answers 400 " + abandonedCode(op) + " (Stripe has nothing for its key)");
     }
 
     /** Hands a parked or stuck row back to the drivers (nothing is sent by this; a driver sends only what is safe). */
     public Outcome requeue(String operator, Operation op, String rowId, int seenLeaseGeneration, String reason) {
-        Optional<String> invalid = required(reason, "-");
+        Optional<Outcome> invalid = required(reason, "-");
         Outcome outcome;
         if (invalid.isPresent()) {
-            outcome = Outcome.refused(invalid.get());
+            outcome = invalid.get();
         } else {
             Optional<RowView> row = rows.view(op, rowId);
             if (row.isEmpty() || row.get().status() != IntentStatus.PROCESSING) {
-                outcome = Outcome.refused(rowId + " is not processing: nothing to re-queue");
+                outcome = Outcome.refused(Kind.NOT_PROCESSING, rowId + " is not processing: nothing to re-queue");
             } else if (row.get().leaseGeneration() != seenLeaseGeneration) {
                 outcome = moved(rowId, seenLeaseGeneration, row.get().leaseGeneration());
             } else if (!rows.requeue(op, rowId, row.get().clientId(), seenLeaseGeneration)) {
-                outcome = Outcome.refused(rowId + " moved meanwhile; look again");
+                outcome = Outcome.refused(Kind.MOVED, rowId + " moved meanwhile; look again");
             } else {
-                outcome = Outcome.done(rowId + " is back with the drivers: the next retry or the recovery worker takes it over");
+                outcome = Outcome.done(Kind.REQUEUED, rowId + " is back with the drivers: the next retry or the recovery worker takes it over");
             }
         }
         return audit(operator, "requeue", op, rowId, null, seenLeaseGeneration, reason, outcome, null);
@@ -197,17 +210,17 @@ public class OperatorActions {
 
     /** Closes a finding with the operator's note (what was done about it, outside this service). */
     public Outcome acknowledge(String operator, long findingId, String note) {
-        Optional<String> invalid = required(note, "-");
+        Optional<Outcome> invalid = required(note, "-");
         Outcome outcome;
         Optional<ReconciliationStore.StoredFinding> finding = store.finding(findingId);
         if (invalid.isPresent()) {
-            outcome = Outcome.refused(invalid.get());
+            outcome = invalid.get();
         } else if (finding.isEmpty()) {
-            outcome = Outcome.refused("no finding " + findingId);
+            outcome = Outcome.refused(Kind.NO_FINDING, "no finding " + findingId);
         } else if (!store.resolve(findingId, operator, "acknowledged: " + note)) {
-            outcome = Outcome.refused("finding " + findingId + " is resolved already");
+            outcome = Outcome.refused(Kind.ALREADY_RESOLVED, "finding " + findingId + " is resolved already");
         } else {
-            outcome = Outcome.done("finding " + findingId + " acknowledged");
+            outcome = Outcome.done(Kind.ACKNOWLEDGED, "finding " + findingId + " acknowledged");
         }
         Operation op = finding.flatMap(f -> Optional.ofNullable(f.operation())).map(o -> Operation.valueOf(o.toUpperCase(Locale.ROOT))).orElse(null);
         return audit(operator, "acknowledge", op, finding.map(ReconciliationStore.StoredFinding::rowId).orElse(null), findingId, null,
@@ -222,21 +235,21 @@ public class OperatorActions {
         return outcome;
     }
 
-    private static Optional<String> required(String reason, String object) {
+    private static Optional<Outcome> required(String reason, String object) {
         if (reason == null || reason.isBlank()) {
-            return Optional.of("say why: every action is recorded with its reason");
+            return Optional.of(Outcome.refused(Kind.REASON_REQUIRED, "say why: every action is recorded with its reason"));
         }
         if (reason.length() > 1000) {
-            return Optional.of("the reason is longer than 1000 characters");
+            return Optional.of(Outcome.refused(Kind.REASON_TOO_LONG, "the reason is longer than 1000 characters"));
         }
         if (object == null || object.isBlank()) {
-            return Optional.of("name the Stripe object to attach (pi_..., re_...)");
+            return Optional.of(Outcome.refused(Kind.OBJECT_REQUIRED, "name the Stripe object to attach (pi_..., re_...)"));
         }
         return Optional.empty();
     }
 
     private static Outcome moved(String rowId, int seen, int now) {
-        return Outcome.refused(rowId + " moved since you looked (generation " + seen + ", now " + now + "): look again");
+        return Outcome.refused(Kind.MOVED, rowId + " moved since you looked (generation " + seen + ", now " + now + "): look again");
     }
 
     private static String describe(StripeOutcome outcome) {

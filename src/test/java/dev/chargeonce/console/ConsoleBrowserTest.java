@@ -45,8 +45,9 @@ import org.openqa.selenium.chrome.ChromeOptions;
 
 /**
  * The operator's console in a real browser (Debian's headless Chromium): the page shows a parked row and its
- * finding, an operator attaches the PaymentIntent reconciliation found, and the row and the audit trail are checked
- * in PostgreSQL; the client's retry then replays the charge. Screenshots land in {@code target/console/}. Chromium
+ * finding, an operator attaches the PaymentIntent reconciliation found (the form's token bound to the browser's
+ * session cookie), and the row and the audit trail are checked in PostgreSQL; the client's retry then replays the
+ * charge. Screenshots land in {@code target/console/}. Chromium
  * and its driver are required (installed by {@code .ci/run}): without them this test fails, it never skips.
  */
 @QuarkusTest
@@ -122,6 +123,12 @@ class ConsoleBrowserTest {
         browser.get(base + "/console");
         assertEquals("chargeonce · operator console", browser.getTitle());
         assertEquals("ops", browser.findElement(By.id("operator")).getText());
+        // Styled by the console's stylesheet, which the page's Content-Security-Policy lets in (an inline one it refuses).
+        assertEquals("rgba(244, 244, 244, 1)", browser.findElement(By.cssSelector("th")).getCssValue("background-color"));
+        // The browser keeps the console's session cookie, which its forms' tokens are bound to; no script can read it.
+        org.openqa.selenium.Cookie session = browser.manage().getCookieNamed(FormTokens.SESSION_COOKIE);
+        assertTrue(session != null && session.isSecure() && session.isHttpOnly() && "Lax".equals(session.getSameSite()),
+                String.valueOf(session));
         WebElement rowLink = browser.findElement(By.cssSelector("a.row-link[href='/console/rows/charge/" + chargeId + "']"));
         assertTrue(browser.findElement(By.id("findings")).getText().contains(chargeId), "the parked row's findings are listed");
         screenshot("1-console.png");
@@ -136,10 +143,12 @@ class ConsoleBrowserTest {
         attach.findElement(By.cssSelector("button[type=submit]")).click();
 
         String message = browser.findElement(By.id("message")).getText();
-        assertTrue(message.contains("now answers 201"), message);
+        assertTrue(message.startsWith("Attached: "), message);
+        assertTrue(browser.getCurrentUrl().endsWith("/console/rows/charge/" + chargeId + "?message=attached"), browser.getCurrentUrl());
         assertEquals("completed", browser.findElement(By.id("status")).getText());
         assertEquals(paymentIntent, browser.findElement(By.id("object")).getText());
-        assertTrue(browser.findElement(By.id("audit")).getText().contains("OPS-42"));
+        String audit = browser.findElement(By.id("audit")).getText();
+        assertTrue(audit.contains("OPS-42") && audit.contains("now answers 201"), audit);
         screenshot("3-attached.png");
 
         try (Connection c = primary.getConnection()) {

@@ -84,6 +84,15 @@ class ReconciliationIT {
                 .POST(HttpRequest.BodyPublishers.ofString("{\"from\": \"" + Instant.ofEpochSecond(now - 3 * 3600) + "\", \"to\": \""
                         + Instant.ofEpochSecond(now - 1800) + "\"}")).build(), HttpResponse.BodyHandlers.ofString());
         assertEquals(202, queued.statusCode(), queued.body());
+        // The packaged service's operator surfaces, as a browser meets them: never cached, the console never framed.
+        assertEquals("no-store", queued.headers().firstValue("Cache-Control").orElse(null));
+        HttpResponse<String> console = http.send(HttpRequest.newBuilder(first.uri("/console")).header("Authorization", basic()).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, console.statusCode(), console.body());
+        assertTrue(console.headers().firstValue("Content-Security-Policy").orElse("").contains("frame-ancestors 'none'"),
+                console.headers().toString());
+        assertTrue(console.headers().firstValue("Set-Cookie").orElse("").startsWith("__Host-chargeonce-console="),
+                console.headers().toString());
         long runId = Long.parseLong(queued.body().replaceAll(".*\"id\":(\\d+).*", "$1"));
 
         // Half-way through the PaymentIntents, the instance running it dies.
