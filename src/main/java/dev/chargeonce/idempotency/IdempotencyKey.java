@@ -73,8 +73,12 @@ public record IdempotencyKey(String value) {
                 "Idempotency-Key starts with a quote but is no Structured Field String (RFC 8941): " + why + ".", HEADER);
     }
 
+    /**
+     * Nothing of the key: neither it nor an unkeyed hash of it (which would confirm a guess) may reach a log line
+     * through a {@code %s}. A log names a key by {@link KeyIdentities#logTag}.
+     */
     @Override
     public String toString() {
-        return "IdempotencyKey[" + Fingerprint.sha256Hex(value).substring(0, 12) + "]";
+        return "IdempotencyKey[hidden]";
     }
 }

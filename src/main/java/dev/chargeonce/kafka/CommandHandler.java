@@ -9,6 +9,7 @@ import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyKey;
 import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.KeyIdentities;
 import dev.chargeonce.idempotency.ResultOutbox;
 import dev.chargeonce.web.ApiException;
 import dev.chargeonce.web.ErrorBody;
@@ -68,9 +69,11 @@ public class CommandHandler {
     private final KafkaConfig config;
     private final KafkaMetrics metrics;
     private final ObjectMapper json;
+    private final KeyIdentities identities;
 
     CommandHandler(ChargeService charges, IdempotencyStore store, ResultOutbox outbox, KafkaConfig config,
-                   KafkaMetrics metrics, ObjectMapper json) {
+                   KafkaMetrics metrics, ObjectMapper json, KeyIdentities identities) {
+        this.identities = identities;
         this.charges = charges;
         this.store = store;
         this.outbox = outbox;
@@ -126,7 +129,10 @@ public class CommandHandler {
             // Still processing (unknown outcome, in flight elsewhere, pending at Stripe): its lease expires or is
             // released, and the recovery worker (on every instance) finishes it; that finish queues the result.
             metrics.handedToRecovery();
-            LOG.infof("command %s (%s): %d, left to the recovery worker", key, origin, charged.answer().status());
+            // The key as the logs show keys (the keyed tag of the HTTP requests' MDC): an unkeyed hash of an event id
+            // would confirm a guess of it to whoever reads the logs.
+            LOG.infof("command %s (%s): %d, left to the recovery worker", identities.logTag(config.clientId(), key.value()),
+                    origin, charged.answer().status());
         }
         return new Decision.Ack(result);
     }

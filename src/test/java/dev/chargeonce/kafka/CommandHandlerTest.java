@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.idempotency.ResultOutbox;
+import dev.chargeonce.testing.LogCapture;
 import dev.chargeonce.testing.PostgresAndSandbox;
 import dev.chargeonce.testing.SandboxControl;
 import io.agroal.api.AgroalDataSource;
@@ -50,6 +51,12 @@ class CommandHandlerTest {
 
     @Inject
     dev.chargeonce.recovery.PaymentSyncWorker sync;
+
+    @Inject
+    KafkaMetrics metrics;
+
+    @Inject
+    dev.chargeonce.idempotency.KeyIdentities identities;
 
     @ConfigProperty(name = "chargeonce.stripe.api-base")
     String sandboxBase;
@@ -218,6 +225,31 @@ class CommandHandlerTest {
                 queued.get(1).body());
         handler.handle(command(event, PROCESSING, 30));
         assertEquals(2, queued(event).size(), "a redelivery queues nothing more");
+    }
+
+    /**
+     * A command whose charge is still unknown is logged as left to the recovery worker, its event id (its key) shown as
+     * the keyed tag of the logs only: not itself, nor an unkeyed hash of it ({@link LogCapture#leak}).
+     */
+    @Test
+    void aCommandLeftToTheRecoveryWorkerIsLoggedUnderItsKeysTagOnly() throws Exception {
+        // The ingress is off in this suite, so its meters are not registered; the handler counts this case in one.
+        metrics.register();
+        String event = "order-" + UUID.randomUUID();
+        List<String> lines;
+        stripe.plan("fail_after"); // Stripe executes the create and its answer is lost: the outcome is unknown
+        try (LogCapture capture = LogCapture.start()) {
+            assertEquals(new CommandHandler.Decision.Ack("charged"), handler.handle(command(event, VISA, 40)));
+            lines = capture.lines();
+        } finally {
+            stripe.clearFaults();
+        }
+        for (String line : lines) {
+            assertNull(LogCapture.leak(config.clientId(), event, line), "a log line gives away the event id: " + line);
+        }
+        String tag = identities.logTag(config.clientId(), event);
+        assertTrue(lines.stream().anyMatch(l -> l.contains("left to the recovery worker") && l.contains(tag)),
+                "the command was logged, with its key's tag " + tag + ":\n" + String.join("\n", lines));
     }
 
     @Test

@@ -31,15 +31,18 @@ public final class ServiceProcess implements AutoCloseable {
     private final int port;
     private final int managementPort;
     private final Map<String, String> config;
+    /** Environment variables on top of the test JVM's own (as a Deployment sets them: k8s/). */
+    private final Map<String, String> environment;
     private Process process;
     private int starts;
 
-    private ServiceProcess(String name, Path jar, int port, Map<String, String> config) {
+    private ServiceProcess(String name, Path jar, int port, Map<String, String> config, Map<String, String> environment) {
         this.name = name;
         this.jar = jar;
         this.port = port;
         this.managementPort = freePort();
         this.config = config;
+        this.environment = environment;
     }
 
     /** Starts the service with these config properties (passed as -D system properties) and waits until ready. */
@@ -53,7 +56,7 @@ public final class ServiceProcess implements AutoCloseable {
     /** The same with another build of the service (its {@code quarkus-run.jar}): an earlier release, for an upgrade. */
     public static ServiceProcess start(String name, Path jar, Map<String, String> config) {
         for (int attempt = 1; ; attempt++) {
-            ServiceProcess service = new ServiceProcess(name, jar, freePort(), new LinkedHashMap<>(config));
+            ServiceProcess service = new ServiceProcess(name, jar, freePort(), new LinkedHashMap<>(config), Map.of());
             try {
                 service.startProcess();
                 return service;
@@ -91,7 +94,13 @@ public final class ServiceProcess implements AutoCloseable {
      * it becomes ready instead, or is still running after {@code timeout}.
      */
     public static String startExpectingRefusal(String name, Map<String, String> config, Duration timeout) {
-        try (ServiceProcess service = new ServiceProcess(name, JAR, freePort(), new LinkedHashMap<>(config))) {
+        return startExpectingRefusal(name, config, Map.of(), timeout);
+    }
+
+    /** The same with environment variables too: the settings as the manifests in k8s/ give them. */
+    public static String startExpectingRefusal(String name, Map<String, String> config, Map<String, String> environment,
+                                               Duration timeout) {
+        try (ServiceProcess service = new ServiceProcess(name, JAR, freePort(), new LinkedHashMap<>(config), Map.copyOf(environment))) {
             File log = service.launch();
             long deadline = System.nanoTime() + timeout.toNanos();
             while (service.process.isAlive() && System.nanoTime() < deadline) {
@@ -150,7 +159,9 @@ public final class ServiceProcess implements AutoCloseable {
         File log = Path.of("target", "process-logs", name + "-" + (++starts) + ".log").toFile();
         log.getParentFile().mkdirs();
         try {
-            process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log).start();
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log);
+            builder.environment().putAll(environment);
+            process = builder.start();
         } catch (IOException e) {
             throw new IllegalStateException("could not start " + name, e);
         }
