@@ -54,8 +54,10 @@ public class ApiKeyFilter {
         // Checked first, whatever the address did before: a valid key is never refused (FailedAuthentications).
         java.util.Optional<String> authenticated = clients.authenticate(token);
         if (authenticated.isEmpty()) {
-            java.util.List<String> subjects = java.util.List.of(FailedAuthentications.address(clientAddress(connection)),
-                    "api-key " + ClientRegistry.presentedKeyId(token));
+            // The address, and the key presented if any (no key at all is no identity: counted by address only).
+            String address = FailedAuthentications.address(clientAddress(connection));
+            java.util.List<String> subjects = token == null || token.isEmpty() ? java.util.List.of(address)
+                    : java.util.List.of(address, "api-key " + ClientRegistry.presentedKeyId(token));
             // Whether it was over the limit before this failure: the limit-th failure is still a 401.
             java.util.Optional<java.time.Duration> wait = failures.overLimit(subjects);
             failures.failed(subjects);

@@ -42,7 +42,7 @@ public class ClientRegistry {
      * tells one wrong key from another and nothing of the key (it is a wrong one, and it never leaves the process).
      */
     static String presentedKeyId(String apiKey) {
-        return apiKey == null || apiKey.isEmpty() ? "none" : Fingerprint.sha256Hex(apiKey).substring(0, 16);
+        return Fingerprint.sha256Hex(apiKey).substring(0, 16);
     }
 
     /** The client that owns this bearer token, if any. */

@@ -66,7 +66,12 @@ public class FailedAuthentications {
         if (bySubject.size() >= MAX_TRACKED) {
             bySubject.values().removeIf(w -> now - w.startedNanos() >= windowNanos);
         }
+        boolean full = bySubject.size() >= MAX_TRACKED;
         for (String subject : subjects) {
+            if (full && !subject.startsWith("address ") && !bySubject.containsKey(subject)) {
+                // A flood of made-up names or keys fills no memory: its addresses are still counted.
+                continue;
+            }
             bySubject.compute(subject, (s, w) -> w == null || now - w.startedNanos() >= windowNanos
                     ? new Window(now, 1, Long.MIN_VALUE) : new Window(w.startedNanos(), w.failures() + 1, w.lastCheckNanos()));
         }
