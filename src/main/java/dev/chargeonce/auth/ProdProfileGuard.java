@@ -1,10 +1,10 @@
 package dev.chargeonce.auth;
 
 import io.quarkus.arc.profile.UnlessBuildProfile;
-import io.quarkus.runtime.StartupEvent;
 import io.smallrye.config.SmallRyeConfig;
 import jakarta.annotation.Priority;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.context.Initialized;
 import jakarta.enterprise.event.Observes;
 import jakarta.interceptor.Interceptor;
 import java.util.List;
@@ -20,8 +20,8 @@ import org.eclipse.microprofile.config.ConfigProvider;
  * database are not in it), and a switch would be one more value that a profile's section could set.
  *
  * <p>Left out of the dev and test builds ({@code ./mvnw quarkus:dev}, the {@code @QuarkusTest} suite), which are
- * where those profiles belong. Any other build has it, whatever its build profile. It observes the start first
- * (before the Kafka consumer, the workers); Quarkus opens the HTTP ports only after the start's observers are done.
+ * where those profiles belong. Any other build has it, whatever its build profile. It refuses as the bean container
+ * starts, before Flyway or any worker touches a database and before the HTTP ports open.
  */
 @ApplicationScoped
 @UnlessBuildProfile(anyOf = {"dev", "test"})
@@ -29,7 +29,9 @@ public class ProdProfileGuard {
 
     static final List<String> REFUSED = List.of("dev", "test");
 
-    void check(@Observes @Priority(Interceptor.Priority.PLATFORM_BEFORE) StartupEvent event) {
+    // When the bean container starts, before anything uses a bean: before Flyway migrates (it would otherwise connect to
+    // whatever database the dev or test profile names first), and before the start's observers.
+    void check(@Observes @Priority(Interceptor.Priority.PLATFORM_BEFORE) @Initialized(ApplicationScoped.class) Object event) {
         // The active profiles with their parents (quarkus.config.profile.parent): a profile of one's own whose parent
         // is dev gets the %dev. values as well.
         List<String> active = ConfigProvider.getConfig().unwrap(SmallRyeConfig.class).getProfiles();
