@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The benchmark's Citus column (issue 17): the same scenarios against the service on a plain PostgreSQL and on a
+# The benchmark's Citus column: the same scenarios against the service on a plain PostgreSQL and on a
 # Citus coordinator with two workers, side by side in one run, one Stripe stand-in for both: new charges and replays
 # through the service over HTTP (wrk, bench/lua/charges.lua), and the database's own limit for the same statements
 # (pgbench with the service's statements, as bench/run.sh runs them). Every node runs on this one machine, so this
 # measures what Citus costs per statement (the coordinator's planning and the hop to a worker), not what it scales
-# to: see README "Past one primary" for the estimate on N real workers.
+# to: see docs/citus.md, "The benchmark's Citus column", for the estimate on N real workers.
 #
 #   scale/citus/bench.sh [--duration 10s] [--out DIR]      (as root; results in DIR/citus.md)
 set -euo pipefail

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The claim in three forms, side by side, on plain PostgreSQL and on Citus (issue 17): what each costs a new key and
+# The claim in three forms, side by side, on plain PostgreSQL and on Citus: what each costs a new key and
 # a replay, measured with pgbench in one run.
 #
-#   read-first (the CLAIM before issue 17): one statement, a CTE that reads the key's row and inserts only when there is none
-#   insert-first (the issue's proposal): INSERT … ON CONFLICT DO NOTHING RETURNING; only on conflict, a read of the row
+#   read-first (the claim's earlier form): one statement, a CTE that reads the key's row and inserts only when there is none
+#   insert-first (the form first proposed): INSERT … ON CONFLICT DO NOTHING RETURNING; only on conflict, a read of the row
 #   read-then-insert (today's PEEK then CLAIM): a plain read of the key's row; only when there is none, INSERT … ON CONFLICT DO NOTHING RETURNING
 #                     (a conflict there: a concurrent claim won, read again)
 #

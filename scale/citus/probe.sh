@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where the service stands on Citus (issue 17): starts a Citus cluster on loopback (a coordinator and two workers),
+# Where the service stands on Citus: starts a Citus cluster on loopback (a coordinator and two workers),
 # applies the service's migrations (V1.15.0 distributes the two tables by client_id on Citus),
 # then runs the store's hot-path statements, exactly as the package writes them (StatementCatalog, the scripts
 # bench/run.sh gives pgbench), against the distributed tables, and prints which ones Citus runs and which it refuses.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The exactly-once proof on a real Citus cluster (issue 17): a coordinator and two workers on loopback, then the
+# The exactly-once proof on a real Citus cluster: a coordinator and two workers on loopback, then the
 # service's process tests against it (every test database is made on the cluster and distributed by the service's
 # own migrations, V1.15.0), then a short chaos run against two instances on the cluster (kill -9, database cuts
 # through the proxy, lost commits, Stripe faults), audited like the one on plain PostgreSQL: any duplicate or loss

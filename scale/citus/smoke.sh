@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The service itself on a Citus cluster (issue 17), by hand: a coordinator and two workers on loopback, the service
+# The service itself on a Citus cluster, by hand: a coordinator and two workers on loopback, the service
 # started on the coordinator (its migration V1.15.0 distributes the tables), then 20 new charges, their replays
 # (byte-identical), 16 posts of one key at once, a refund and its replay, and what the database and the Stripe
 # sandbox hold. Prints; asserts nothing: scale/citus/run.sh is the proof (the process tests and chaos on Citus).

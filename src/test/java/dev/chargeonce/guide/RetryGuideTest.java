@@ -3,6 +3,8 @@ package dev.chargeonce.guide;
 import static dev.chargeonce.testing.TestClients.ACME;
 import static dev.chargeonce.testing.TestClients.ACME_KEY;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.testing.PostgresAndSandbox;
@@ -18,10 +20,15 @@ import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.junit.jupiter.api.Test;
 
-/** The README's retry guide works: its example client charges once through faults, and the README shows it as it is. */
+/**
+ * The retry guide for clients (docs/contract.md, "Retrying: a guide for clients") works: its example client charges once
+ * through faults, and the guide shows it as it is.
+ */
 @QuarkusTest
 @WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
 class RetryGuideTest {
@@ -69,11 +76,36 @@ class RetryGuideTest {
         }
     }
 
+    static final Path GUIDE = Path.of("docs", "contract.md");
+    static final String GUIDE_HEADING = "## Retrying: a guide for clients";
+
     @Test
-    void theReadmeShowsTheTestedClientAsItIs() throws Exception {
+    void theRetryGuideShowsTheTestedClientAsItIs() throws Exception {
+        assertTrue(retryGuide(Files.readString(GUIDE)).contains(clientLoop()),
+                GUIDE + "'s section \"" + GUIDE_HEADING.substring(3) + "\" must show RetryingClient.send as it is (copy it again)");
+    }
+
+    @Test
+    void onlyTheGuidesOwnSectionCounts() throws Exception {
+        String guide = Files.readString(GUIDE);
+        String section = retryGuide(guide);
+        String elsewhere = guide.replace(section, section.replace(clientLoop(), "")) + "\n## Elsewhere\n\n" + clientLoop() + "\n";
+        assertFalse(retryGuide(elsewhere).contains(clientLoop()), "the client shown under another heading is not the guide's");
+        assertThrows(AssertionError.class, () -> retryGuide(guide.replace(GUIDE_HEADING, "## Retries")), "a guide without its heading");
+    }
+
+    /** RetryingClient.send, as the guide must show it. */
+    static String clientLoop() throws Exception {
         String example = Files.readString(Path.of("src/test/java/dev/chargeonce/guide/RetryingClient.java"));
-        String body = example.substring(example.indexOf("    public Result send("), example.lastIndexOf("}")).stripTrailing();
-        String readme = Files.readString(Path.of("README.md"));
-        assertTrue(readme.contains(body), "README.md's retry guide must show RetryingClient.send as it is (copy it again)");
+        return example.substring(example.indexOf("    public Result send("), example.lastIndexOf("}")).stripTrailing();
+    }
+
+    /** The text of the guide's section: from its heading to the next heading of the same level or above. */
+    static String retryGuide(String page) {
+        int start = page.indexOf("\n" + GUIDE_HEADING + "\n");
+        assertTrue(start >= 0, GUIDE + " has no section \"" + GUIDE_HEADING + "\"");
+        Matcher next = Pattern.compile("\n#{1,2} ").matcher(page);
+        int end = next.find(start + GUIDE_HEADING.length() + 1) ? next.start() : page.length();
+        return page.substring(start, end);
     }
 }

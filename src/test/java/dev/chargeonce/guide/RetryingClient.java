@@ -8,7 +8,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.UUID;
 
-/** The README's retry guide, as code a client can copy: java.net.http only, no SDK. */
+/** The retry guide's client (docs/contract.md), as code a client can copy: java.net.http only, no SDK. */
 public final class RetryingClient {
 
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
