@@ -14,7 +14,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
@@ -102,18 +101,13 @@ public class Finishes {
 
     /** What a holder that lost its lease finds: the final answer, or that the row is parked, or still processing. */
     public RowState stateOf(Operation op, String clientId, String intentId) {
-        RowState[] state = {new RowState(Optional.empty(), false)};
-        Jdbc.run(primary, sql(op).answerOf(), ps -> {
+        return Jdbc.first(primary, sql(op).answerOf(), ps -> {
             ps.setString(1, intentId);
             ps.setString(2, clientId);
-        }, rs -> {
-            if (rs.next()) {
-                state[0] = "processing".equals(rs.getString("status"))
-                        ? new RowState(Optional.empty(), rs.getBoolean("needs_reconciliation"))
-                        : new RowState(Optional.of(new StoredAnswer(rs.getInt("response_status"), rs.getString("response_body"))), false);
-            }
-        });
-        return state[0];
+        }, rs -> "processing".equals(rs.getString("status"))
+                ? new RowState(Optional.empty(), rs.getBoolean("needs_reconciliation"))
+                : new RowState(Optional.of(new StoredAnswer(rs.getInt("response_status"), rs.getString("response_body"))), false))
+                .orElse(new RowState(Optional.empty(), false));
     }
 
     public record RowState(Optional<StoredAnswer> answer, boolean parked) {
@@ -204,24 +198,17 @@ public class Finishes {
      * (so that another instance does not take them meanwhile; the worker sets the real next look after it).
      */
     public List<AcceptedRow> takeDueAccepted(Operation op, int limit, java.time.Duration hold) {
-        return Jdbc.takeEach(primary, sql(op).dueAcceptedCandidates(), limit, rs -> 0, candidate -> {
-            List<AcceptedRow> one = new ArrayList<>(1);
-            Jdbc.run(primary, sql(op).takeDueAccepted(), ps -> {
-                ps.setLong(1, hold.toMillis());
-                ps.setString(2, candidate.id());
-                ps.setString(3, candidate.clientId());
-            }, rs -> {
-                if (rs.next()) {
-                    one.add(new AcceptedRow(op, rs.getString("id"), rs.getString("client_id"),
-                            rs.getString("state"), rs.getString("object_id"),
-                            rs.getInt("pending_checks"), rs.getTimestamp("finished_at").toInstant(),
-                            // the statement set the next look to its clock plus the hold: that clock, read without
-                            // a clock in RETURNING
-                            rs.getTimestamp("recheck_at").toInstant().minusMillis(hold.toMillis())));
-                }
-            });
-            return one.stream().findFirst();
-        });
+        return Jdbc.takeEach(primary, sql(op).dueAcceptedCandidates(), limit, rs -> 0, candidate ->
+                Jdbc.first(primary, sql(op).takeDueAccepted(), ps -> {
+                    ps.setLong(1, hold.toMillis());
+                    ps.setString(2, candidate.id());
+                    ps.setString(3, candidate.clientId());
+                }, rs -> new AcceptedRow(op, rs.getString("id"), rs.getString("client_id"),
+                        rs.getString("state"), rs.getString("object_id"),
+                        rs.getInt("pending_checks"), rs.getTimestamp("finished_at").toInstant(),
+                        // the statement set the next look to its clock plus the hold: that clock, read without a
+                        // clock in RETURNING
+                        rs.getTimestamp("recheck_at").toInstant().minusMillis(hold.toMillis()))));
     }
 
     /** When the sync worker looks at an accepted charge next (null: never, it is final). */

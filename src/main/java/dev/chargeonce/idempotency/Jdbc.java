@@ -57,6 +57,17 @@ final class Jdbc {
         return row.stream().findFirst();
     }
 
+    /** Every row of a statement as {@code reader} makes it, in the statement's order (a list the caller may change). */
+    static <T> List<T> all(AgroalDataSource source, String sql, Binder binder, RowValue<T> reader) {
+        List<T> rows = new ArrayList<>();
+        run(source, sql, binder, rs -> {
+            while (rs.next()) {
+                rows.add(reader.read(rs));
+            }
+        });
+        return rows;
+    }
+
     static int update(AgroalDataSource source, String sql, Binder binder) {
         try (Connection c = source.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             binder.bind(ps);

@@ -14,7 +14,6 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -78,13 +77,7 @@ public class OperatorRows {
             + " FROM stripe_refunds WHERE charge_id = ? AND client_id = ? ORDER BY created_at";
 
     private List<RowView> views(Operation op, String sql, Jdbc.Binder binder) {
-        List<RowView> found = new ArrayList<>();
-        Jdbc.run(primary, sql, binder, rs -> {
-            while (rs.next()) {
-                found.add(view(op, rs));
-            }
-        });
-        return found;
+        return Jdbc.all(primary, sql, binder, rs -> view(op, rs));
     }
 
     /** One row, by id, as it is now (any client's: an operator's look; the row names its client). */
@@ -199,19 +192,15 @@ public class OperatorRows {
      * empty when the row is not processing.
      */
     public Optional<KeySettling> keySettling(Operation op, String id, String clientId, Duration requestMaxDuration) {
-        List<KeySettling> found = new ArrayList<>();
-        Jdbc.run(primary, KEY_SETTLING.get(op), ps -> {
-                    ps.setLong(1, requestMaxDuration.toMillis());
-                    ps.setLong(2, config.lease().plus(requestMaxDuration).toMillis());
-                    ps.setString(3, id);
-                    ps.setString(4, clientId);
-                }, rs -> {
-                    if (rs.next()) {
-                        Timestamp settles = rs.getTimestamp(1);
-                        found.add(new KeySettling(settles == null ? Instant.MIN : settles.toInstant(), rs.getTimestamp(2).toInstant()));
-                    }
-                });
-        return found.stream().findFirst();
+        return Jdbc.first(primary, KEY_SETTLING.get(op), ps -> {
+            ps.setLong(1, requestMaxDuration.toMillis());
+            ps.setLong(2, config.lease().plus(requestMaxDuration).toMillis());
+            ps.setString(3, id);
+            ps.setString(4, clientId);
+        }, rs -> {
+            Timestamp settles = rs.getTimestamp(1);
+            return new KeySettling(settles == null ? Instant.MIN : settles.toInstant(), rs.getTimestamp(2).toInstant());
+        });
     }
 
     private static final Map<Operation, String> KEY_SETTLING = byOperation(op ->

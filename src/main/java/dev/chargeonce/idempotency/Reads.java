@@ -64,32 +64,20 @@ public class Reads {
 
     /** One of the client's charges, by id; another client's id is not found. */
     public Optional<ChargeRecord> findCharge(AgroalDataSource source, String clientId, String chargeId) {
-        List<ChargeRecord> found = new ArrayList<>(1);
-        Jdbc.run(source, FIND_CHARGE, ps -> {
+        return Jdbc.first(source, FIND_CHARGE, ps -> {
             ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
             ps.setString(2, chargeId);
             ps.setString(3, clientId);
-        }, rs -> {
-            if (rs.next()) {
-                found.add(chargeRecord(rs));
-            }
-        });
-        return found.stream().findFirst();
+        }, Reads::chargeRecord);
     }
 
     /** The client's newest charges. */
     public List<ChargeRecord> listCharges(AgroalDataSource source, String clientId, int limit) {
-        List<ChargeRecord> found = new ArrayList<>(limit);
-        Jdbc.run(source, NEWEST_CHARGES, ps -> {
+        return Jdbc.all(source, NEWEST_CHARGES, ps -> {
             ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
             ps.setString(2, clientId);
             ps.setInt(3, limit);
-        }, rs -> {
-            while (rs.next()) {
-                found.add(chargeRecord(rs));
-            }
-        });
-        return found;
+        }, Reads::chargeRecord);
     }
 
     /** The state a charge shows (as GET does), in SQL: Stripe's once known, else by the key's answer. */
@@ -132,16 +120,11 @@ public class Reads {
         String sql = CHARGE_PAGE + where
                 + (upwards ? " ORDER BY created_at ASC, id ASC" : " ORDER BY created_at DESC, id DESC") + " LIMIT ?";
         args.add(page.limit() + 1);
-        List<ChargeRecord> found = new ArrayList<>();
-        Jdbc.run(source, sql, ps -> {
+        List<ChargeRecord> found = Jdbc.all(source, sql, ps -> {
             for (int i = 0; i < args.size(); i++) {
                 ps.setObject(i + 1, args.get(i));
             }
-        }, rs -> {
-            while (rs.next()) {
-                found.add(chargeRecord(rs));
-            }
-        });
+        }, Reads::chargeRecord);
         if (upwards) {
             Collections.reverse(found); // newest first; the row past the page (if any) is now the first
         }
@@ -154,18 +137,12 @@ public class Reads {
      * the recent rows.
      */
     public List<ChargeRecord> listChargesCreatedAfter(AgroalDataSource source, String clientId, Instant after, int limit) {
-        List<ChargeRecord> found = new ArrayList<>();
-        Jdbc.run(source, CHARGES_CREATED_AFTER, ps -> {
+        return Jdbc.all(source, CHARGES_CREATED_AFTER, ps -> {
             ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
             ps.setString(2, clientId);
             ps.setObject(3, OffsetDateTime.ofInstant(after, ZoneOffset.UTC));
             ps.setInt(4, limit);
-        }, rs -> {
-            while (rs.next()) {
-                found.add(chargeRecord(rs));
-            }
-        });
-        return found;
+        }, Reads::chargeRecord);
     }
 
     private static final String FIND_REFUND = "SELECT " + REFUND_COLUMNS
@@ -175,31 +152,19 @@ public class Reads {
 
     /** One of the client's refunds, by id; another client's is not found. */
     public Optional<RefundRecord> findRefund(AgroalDataSource source, String clientId, String refundId) {
-        List<RefundRecord> found = new ArrayList<>(1);
-        Jdbc.run(source, FIND_REFUND, ps -> {
+        return Jdbc.first(source, FIND_REFUND, ps -> {
             ps.setString(1, refundId);
             ps.setString(2, clientId);
-        }, rs -> {
-            if (rs.next()) {
-                found.add(refundRecord(rs));
-            }
-        });
-        return found.stream().findFirst();
+        }, Reads::refundRecord);
     }
 
     /** A charge's refunds, newest first (at most {@code limit}). */
     public List<RefundRecord> listRefunds(AgroalDataSource source, String clientId, String chargeId, int limit) {
-        List<RefundRecord> found = new ArrayList<>();
-        Jdbc.run(source, NEWEST_REFUNDS, ps -> {
+        return Jdbc.all(source, NEWEST_REFUNDS, ps -> {
             ps.setString(1, chargeId);
             ps.setString(2, clientId);
             ps.setInt(3, limit);
-        }, rs -> {
-            while (rs.next()) {
-                found.add(refundRecord(rs));
-            }
-        });
-        return found;
+        }, Reads::refundRecord);
     }
 
     private static RefundRecord refundRecord(ResultSet rs) throws SQLException {
