@@ -106,7 +106,7 @@ public class BenchTool {
 
             // The least any exactly-once pair can cost: a plain INSERT … ON CONFLICT DO NOTHING of a row and an UPDATE of
             // it by primary key, each its own transaction, on a table with nothing but its key (bench_minimal, made by
-            // bench/run.sh), the stored answer as the row's payload. The limit issue 14 measures new charges against.
+            // bench/run.sh), the stored answer as the row's payload. The limit the cost of exactly-once is measured against.
             String minimal = "\\set k random(1, 9000000000000000000)\n"
                     + "INSERT INTO bench_minimal (id, status) VALUES ('chg_pgb' || CAST(:k AS text), 'processing') ON CONFLICT DO NOTHING;\n"
                     + "UPDATE bench_minimal SET status = 'completed', body = :response WHERE id = 'chg_pgb' || CAST(:k AS text);\n";
@@ -161,7 +161,7 @@ public class BenchTool {
                 Path file = dir.resolve(op + "." + name + ".sql");
                 if (!Files.exists(file)) {
                     throw new IllegalStateException("the statement catalog has no " + file.getFileName()
-                            + " (IdempotencyStore.hotPathStatements): update bench/BenchTool.java");
+                            + " (StatementCatalog.hotPathStatements): update bench/BenchTool.java");
                 }
                 return Files.readString(file);
             }
@@ -188,7 +188,7 @@ public class BenchTool {
 
     /**
      * {@code bench/explain.sh}: the pgbench scripts of a new charge (claim + finish) and of a replay, today's and
-     * those before issue 14, as psql scripts whose every statement runs under {@code EXPLAIN (ANALYZE, BUFFERS, WAL)}:
+     * the earlier statements', as psql scripts whose every statement runs under {@code EXPLAIN (ANALYZE, BUFFERS, WAL)}:
      * the script runs six times for keys of its own (so that the statements are warm), then once more after a
      * {@code -- shown} marker. pgbench's variables become psql's ({@code :'name'} for text, as pgbench binds them).
      */
@@ -969,8 +969,8 @@ public class BenchTool {
         }
 
         /**
-         * The cost of exactly-once (issue 14): CPU per charge and per replay of each process, today's statements against
-         * those before issue 14 on the same server, and the issue's targets, each as measured / goal.
+         * The cost of exactly-once: CPU per charge and per replay of each process, today's statements against the
+         * earlier ones on the same server, and the targets, each as measured / goal.
          */
         void printIssue14(PrintStream out, Run[] svc, Run[] pt, Run[] rep, Run[] pair, Run[] replayRef, Run slow, long rssPeak, long hwm) {
             Run[] before = new Run[4], beforeReplay = new Run[4], minimal = new Run[4], floor = new Run[4];

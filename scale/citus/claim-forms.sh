@@ -2,14 +2,14 @@
 # The claim in three forms, side by side, on plain PostgreSQL and on Citus: what each costs a new key and
 # a replay, measured with pgbench in one run.
 #
-#   read-first (the claim's earlier form): one statement, a CTE that reads the key's row and inserts only when there is none
-#   insert-first (the form first proposed): INSERT … ON CONFLICT DO NOTHING RETURNING; only on conflict, a read of the row
+#   read-first (the CLAIM of earlier releases): one statement, a CTE that reads the key's row and inserts only when there is none
+#   insert-first (the form proposed against it): INSERT … ON CONFLICT DO NOTHING RETURNING; only on conflict, a read of the row
 #   read-then-insert (today's PEEK then CLAIM): a plain read of the key's row; only when there is none, INSERT … ON CONFLICT DO NOTHING RETURNING
 #                     (a conflict there: a concurrent claim won, read again)
 #
 #   scale/citus/claim-forms.sh [seconds per run, default 15] [clients, default 8]      (as root)
 #
-# The forms run the same columns as IdempotencyStore's CLAIM and READ_COLUMNS (copied here: this compares forms,
+# The forms run the same columns as StatementCatalog's CLAIM and READ_COLUMNS (copied here: this compares forms,
 # not the store's current text). Identities and clients are plain strings (no HMAC): only the claim is measured.
 # Citus: a coordinator and two workers with the tables distributed by client_id (the service's migration V1.15.0); on one
 # machine this measures Citus's overhead per statement, not its scale. Starts everything on 127.0.0.1, stops it all.

@@ -1,7 +1,7 @@
 package dev.chargeonce.charge;
 
 import dev.chargeonce.idempotency.ChargeStatus;
-import dev.chargeonce.idempotency.IdempotencyStore.Final;
+import dev.chargeonce.idempotency.Finishes.Final;
 import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.operation.RowRef;
 import dev.chargeonce.stripe.StripeOutcome;

@@ -3,7 +3,7 @@ package dev.chargeonce.charge;
 import dev.chargeonce.idempotency.ChargePage;
 import dev.chargeonce.idempotency.ChargeRecord;
 import dev.chargeonce.idempotency.ChargeStatus;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Reads;
 import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.idempotency.RowIds;
 import dev.chargeonce.replica.ReadSource;
@@ -38,12 +38,12 @@ public class ChargeQueries {
     private static final Comparator<ChargeRecord> NEWEST_FIRST =
             Comparator.comparing(ChargeRecord::createdAt).thenComparing(ChargeRecord::id).reversed();
 
-    private final IdempotencyStore store;
+    private final Reads charges;
     private final ReadSource reads;
     private final ReplicaConfig replicaConfig;
 
-    ChargeQueries(IdempotencyStore store, ReadSource reads, ReplicaConfig replicaConfig) {
-        this.store = store;
+    ChargeQueries(Reads charges, ReadSource reads, ReplicaConfig replicaConfig) {
+        this.charges = charges;
         this.reads = reads;
         this.replicaConfig = replicaConfig;
     }
@@ -53,7 +53,7 @@ public class ChargeQueries {
             throw noSuchCharge(chargeId);
         }
         return finishedOnReplica(clientId, chargeId)
-                .or(() -> store.findCharge(reads.primary(), clientId, chargeId))
+                .or(() -> charges.findCharge(reads.primary(), clientId, chargeId))
                 .map(ChargeQueries::view)
                 .orElseThrow(() -> noSuchCharge(chargeId));
     }
@@ -71,7 +71,7 @@ public class ChargeQueries {
 
     /** The charge as the replica has it, when it has it finished; empty sends the read to the primary. */
     private Optional<ChargeRecord> finishedOnReplica(String clientId, String chargeId) {
-        Optional<Optional<ChargeRecord>> answered = reads.onReplica(replica -> store.findCharge(replica, clientId, chargeId));
+        Optional<Optional<ChargeRecord>> answered = reads.onReplica(replica -> charges.findCharge(replica, clientId, chargeId));
         if (answered.isEmpty()) {
             return Optional.empty(); // no replica, or it could not answer (counted as "error")
         }
@@ -153,7 +153,7 @@ public class ChargeQueries {
     Map<String, Object> list(String clientId, ChargePage query) {
         // One row more than asked tells whether there is more, without a count.
         List<ChargeRecord> rows = query.isFirstPageUnfiltered() ? newest(clientId, query.limit() + 1)
-                : store.listCharges(reads.primary(), clientId, query);
+                : charges.listCharges(reads.primary(), clientId, query);
         boolean more = rows.size() > query.limit();
         // Before a cursor, the row past the page is the newest one (first); otherwise the oldest (last).
         List<ChargeRecord> shown = !more ? rows : query.endingBefore() != null ? rows.subList(1, rows.size()) : rows.subList(0, query.limit());
@@ -169,7 +169,7 @@ public class ChargeQueries {
         if (!RowIds.wellFormed(PREFIX, chargeId)) {
             throw ApiException.invalidRequest("resource_missing", "No such charge: " + RowIds.echo(chargeId), param);
         }
-        return store.findCharge(reads.primary(), clientId, chargeId).map(c -> new ChargePage.Cursor(c.createdAt(), c.id()))
+        return charges.findCharge(reads.primary(), clientId, chargeId).map(c -> new ChargePage.Cursor(c.createdAt(), c.id()))
                 .orElseThrow(() -> ApiException.invalidRequest("resource_missing", "No such charge: " + chargeId, param));
     }
 
@@ -183,10 +183,10 @@ public class ChargeQueries {
         Optional<ReplicaPage> fromReplica = reads.onReplica(replica -> {
             // Position first: the page read after it is at least as recent.
             ReadSource.Position position = ReadSource.position(replica);
-            return new ReplicaPage(position, store.listCharges(replica, clientId, limit));
+            return new ReplicaPage(position, charges.listCharges(replica, clientId, limit));
         });
         if (fromReplica.isEmpty()) {
-            return store.listCharges(reads.primary(), clientId, limit);
+            return charges.listCharges(reads.primary(), clientId, limit);
         }
         ReplicaPage page = fromReplica.get();
         if (!page.position().inRecovery()) {
@@ -194,10 +194,10 @@ public class ChargeQueries {
         }
         if (page.position().lastReplayedCommit().isEmpty()) {
             reads.fellBack("unknown_position");
-            return store.listCharges(reads.primary(), clientId, limit);
+            return charges.listCharges(reads.primary(), clientId, limit);
         }
         Instant since = page.position().lastReplayedCommit().get().minus(replicaConfig.commitMargin());
-        List<ChargeRecord> recent = store.listChargesCreatedAfter(reads.primary(), clientId, since, limit);
+        List<ChargeRecord> recent = charges.listChargesCreatedAfter(reads.primary(), clientId, since, limit);
         Map<String, ChargeRecord> merged = new LinkedHashMap<>();
         page.rows().forEach(row -> merged.put(row.id(), row));
         boolean replicaMissedSome = false;
@@ -214,12 +214,12 @@ public class ChargeQueries {
         if (stale > 1) {
             // Several rows to re-read: one page from the primary costs less than a read per row.
             reads.fellBack("changing");
-            return store.listCharges(reads.primary(), clientId, limit);
+            return charges.listCharges(reads.primary(), clientId, limit);
         }
         for (ChargeRecord row : page.rows()) {
             if (row.mayStillChange() && !readFromPrimary.contains(row.id())) {
                 reads.fellBack(row.succeeded() ? "refundable" : "processing");
-                store.findCharge(reads.primary(), clientId, row.id()).ifPresentOrElse(
+                charges.findCharge(reads.primary(), clientId, row.id()).ifPresentOrElse(
                         current -> merged.put(current.id(), current), () -> merged.remove(row.id()));
             }
         }

@@ -4,7 +4,7 @@ import dev.chargeonce.idempotency.AnswerLimit;
 import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.idempotency.IdempotencyKey;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Claims;
 import dev.chargeonce.idempotency.RowIds;
 import dev.chargeonce.idempotency.NewIntent;
 import dev.chargeonce.idempotency.Operation;
@@ -30,7 +30,7 @@ public class ChargeService {
     static final String METHOD = "POST";
     static final String PATH = "/v1/charges";
 
-    private final IdempotencyStore store;
+    private final Claims claims;
     private final OperationDriver driver;
     private final ChargeStripeSide side;
     private final StripeConfig stripeConfig;
@@ -40,12 +40,12 @@ public class ChargeService {
     private final CustomerOwnership customers;
     private final AnswerLimit answerLimit;
 
-    ChargeService(IdempotencyStore store, OperationDriver driver, ChargeStripeSide side, StripeConfig stripeConfig,
+    ChargeService(Claims claims, OperationDriver driver, ChargeStripeSide side, StripeConfig stripeConfig,
                   OperationMetrics metrics, Admission admission, StripeGateway stripe, CustomerOwnership customers,
                   AnswerLimit answerLimit) {
         this.customers = customers;
         this.answerLimit = answerLimit;
-        this.store = store;
+        this.claims = claims;
         this.driver = driver;
         this.side = side;
         this.stripeConfig = stripeConfig;
@@ -82,11 +82,11 @@ public class ChargeService {
             Claim claim;
             boolean fits = answerLimit.admits(canonical);
             if (fits && stripe.acceptingCalls(Operation.CHARGE)) {
-                claim = store.claim(intent, stripeConfig.keyHorizon());
+                claim = claims.claim(intent, stripeConfig.keyHorizon());
             } else {
                 // Circuit open, or an answer that could exceed the stored answers' bound: answer what the key
                 // already holds (a row a larger bound admitted stays replayable), but take no lease.
-                Optional<Claim> existing = store.peek(Operation.CHARGE, clientId, key, intent.fingerprint(), stripeConfig.keyHorizon());
+                Optional<Claim> existing = claims.peek(Operation.CHARGE, clientId, key, intent.fingerprint(), stripeConfig.keyHorizon());
                 if (existing.isEmpty()) {
                     if (!fits) {
                         throw answerLimit.tooLarge();

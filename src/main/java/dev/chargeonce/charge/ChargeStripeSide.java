@@ -3,8 +3,8 @@ package dev.chargeonce.charge;
 import com.stripe.model.PaymentIntent;
 import dev.chargeonce.idempotency.ChargeStatus;
 import dev.chargeonce.idempotency.ClaimedIntent;
-import dev.chargeonce.idempotency.IdempotencyStore;
-import dev.chargeonce.idempotency.IdempotencyStore.Final;
+import dev.chargeonce.idempotency.CommandResults;
+import dev.chargeonce.idempotency.Finishes.Final;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.RowRef;
 import dev.chargeonce.operation.StripeSide;
@@ -29,11 +29,11 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
             "payment_intent.requires_action");
 
     private final StripeGateway stripe;
-    private final IdempotencyStore store;
+    private final CommandResults commandResults;
 
-    ChargeStripeSide(StripeGateway stripe, IdempotencyStore store) {
+    ChargeStripeSide(StripeGateway stripe, CommandResults commandResults) {
         this.stripe = stripe;
-        this.store = store;
+        this.commandResults = commandResults;
     }
 
     /**
@@ -43,7 +43,7 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
      */
     @Override
     public void stateMoved(java.sql.Connection tx, String rowId, String clientId) throws java.sql.SQLException {
-        store.queueLaterState(tx, rowId, clientId, ChargeQueries::viewJson);
+        commandResults.queueLaterState(tx, rowId, clientId, ChargeQueries::viewJson);
     }
 
     @Override

@@ -28,7 +28,7 @@ public enum ChargeStatus {
         return column;
     }
 
-    /** The rank the database compares ({@code IdempotencyStore} keeps the same order in SQL). */
+    /** The rank the database compares ({@link StatementCatalog} keeps the same order in SQL). */
     public int rank() {
         return rank;
     }

@@ -36,7 +36,7 @@ public sealed interface Claim {
     }
 
     /**
-     * Only from {@link IdempotencyStore#peek}: the key is processing and nobody holds its lease (a claim would take
+     * Only from {@link Claims#peek}: the key is processing and nobody holds its lease (a claim would take
      * it over). Earlier tries of it may have reached Stripe.
      */
     record Unheld() implements Claim {

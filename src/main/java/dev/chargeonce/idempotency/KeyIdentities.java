@@ -23,7 +23,7 @@ import javax.crypto.spec.SecretKeySpec;
  * HMAC-SHA256 under secret {@code n} of the same text ({@code k001-…}). The version is part of the identity, so every
  * row says which secret made it, and the rows of a version are one range of the unique index in any collation (the
  * letters and digits before the first hex digit decide: version 0 sorts before {@code g}, version n from
- * {@code k<n>} to {@code k<n+1>}), which is how {@link IdempotencyStore#identityVersionsInUse} finds them.
+ * {@code k<n>} to {@code k<n+1>}), which is how {@link Upkeep#identityVersionsInUse} finds them.
  *
  * <p>New rows are written under one version ({@code key-hash-version}); rows written under the others in
  * {@code key-hash-read-versions} are still found (a dual read), so a new secret never turns a retry of an older key

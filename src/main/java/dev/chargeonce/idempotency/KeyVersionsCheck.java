@@ -61,7 +61,7 @@ class KeyVersionsCheck implements FlywayConfigurationCustomizer {
             @Override
             public void handle(Event event, Context context) {
                 try {
-                    check(IdempotencyStore.identityVersionsInUse(context.getConnection()));
+                    check(Upkeep.identityVersionsInUse(context.getConnection()));
                 } catch (SQLException e) {
                     throw new IllegalStateException("could not read the key-hash versions the rows have", e);
                 }
@@ -75,9 +75,9 @@ class KeyVersionsCheck implements FlywayConfigurationCustomizer {
         configuration.callbacks(callbacks.toArray(Callback[]::new));
     }
 
-    void atStart(@Observes StartupEvent event, IdempotencyStore store) {
-        check(store.identityVersionsInUse());
-        if (identities.storesKeys() && store.keysForbidden()) {
+    void atStart(@Observes StartupEvent event, Upkeep upkeep) {
+        check(upkeep.identityVersionsInUse());
+        if (identities.storesKeys() && upkeep.keysForbidden()) {
             throw new IllegalStateException("refusing to start: chargeonce.idempotency.key-hash-version=0 is the first step"
                     + " of the upgrade from a release before V1.13.0 only, and this database is past it (V1.14.0 forbids the"
                     + " keys that step keeps). Write version 1 or later (README, \"Keys stored hashed\").");

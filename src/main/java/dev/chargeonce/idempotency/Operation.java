@@ -8,7 +8,7 @@ import java.util.stream.Collectors;
 /**
  * What a key claims a side effect at Stripe for: a charge or a refund. Both run the same protocol (claim → lease →
  * Stripe call → fenced finish → replay; takeover, lookup after a 5xx, key horizon, recovery, retention), on a table
- * each, through the same statements of {@link IdempotencyStore}; they differ only in the names below and in what
+ * each, through the same statements ({@link StatementCatalog}); they differ only in the names below and in what
  * follows the answer: the Stripe object's state (a charge's PaymentIntent, a refund), which only moves forward.
  */
 public enum Operation {

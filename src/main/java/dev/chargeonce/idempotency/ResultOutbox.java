@@ -13,8 +13,8 @@ import java.util.List;
 
 /**
  * Every statement on {@code kafka_outbox}: the results of Kafka commands waiting for the relay. The one statement
- * that queues a charge's result, {@link #QUEUE_FINISHED}, is part of every statement of {@link IdempotencyStore}
- * that finishes a charge (the driver's fenced finish, a finish from Stripe's word, an operator's), so a result is
+ * that queues a charge's result, {@link #QUEUE_FINISHED}, is part of every statement of the store
+ * ({@link StatementCatalog}) that finishes a charge (the driver's fenced finish, a finish from Stripe's word, an operator's), so a result is
  * queued in the very transaction that stores the answer, or not at all. The Kafka package publishes what this
  * class hands it and owns no SQL.
  *
@@ -41,7 +41,7 @@ public class ResultOutbox {
                 RETURNING id)""";
 
     /**
-     * The later state of a charge answered {@code 202} ({@link IdempotencyStore#queueLaterState}): the charge as
+     * The later state of a charge answered {@code 202} ({@link CommandResults#queueLaterState}): the charge as
      * {@code GET /v1/charges/{id}} shows it, queued once per state.
      */
     static final String QUEUE_LATER_STATE = """

@@ -8,7 +8,7 @@ import dev.chargeonce.charge.ChargeService;
 import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyKey;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.CommandResults;
 import dev.chargeonce.idempotency.KeyIdentities;
 import dev.chargeonce.idempotency.ResultOutbox;
 import dev.chargeonce.web.ApiException;
@@ -64,18 +64,18 @@ public class CommandHandler {
     }
 
     private final ChargeService charges;
-    private final IdempotencyStore store;
+    private final CommandResults commandResults;
     private final ResultOutbox outbox;
     private final KafkaConfig config;
     private final KafkaMetrics metrics;
     private final ObjectMapper json;
     private final KeyIdentities identities;
 
-    CommandHandler(ChargeService charges, IdempotencyStore store, ResultOutbox outbox, KafkaConfig config,
+    CommandHandler(ChargeService charges, CommandResults commandResults, ResultOutbox outbox, KafkaConfig config,
                    KafkaMetrics metrics, ObjectMapper json, KeyIdentities identities) {
         this.identities = identities;
         this.charges = charges;
-        this.store = store;
+        this.commandResults = commandResults;
         this.outbox = outbox;
         this.config = config;
         this.metrics = metrics;
@@ -120,10 +120,10 @@ public class CommandHandler {
             result = "charged";
         } else {
             // The key had a row: make sure it publishes its result, and tell a redelivery from a duplicate.
-            Optional<IdempotencyStore.KeyOrigin> row = store.adoptForResults(config.clientId(), key, origin,
+            Optional<CommandResults.KeyOrigin> row = commandResults.adoptForResults(config.clientId(), key, origin,
                     dev.chargeonce.charge.ChargeQueries::viewJson);
             result = row.isPresent() && origin.equals(row.get().origin()) ? "redelivered" : "duplicate";
-            unresolved = row.map(IdempotencyStore.KeyOrigin::processing).orElse(unresolved);
+            unresolved = row.map(CommandResults.KeyOrigin::processing).orElse(unresolved);
         }
         if (unresolved) {
             // Still processing (unknown outcome, in flight elsewhere, pending at Stripe): its lease expires or is

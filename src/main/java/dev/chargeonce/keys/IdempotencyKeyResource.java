@@ -3,7 +3,7 @@ package dev.chargeonce.keys;
 import dev.chargeonce.auth.ApiKeyFilter;
 import dev.chargeonce.idempotency.IdempotencyConfig;
 import dev.chargeonce.idempotency.IdempotencyKey;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Reads;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.stripe.StripeConfig;
 import dev.chargeonce.web.ApiException;
@@ -32,12 +32,12 @@ import java.util.Map;
 @Produces(MediaType.APPLICATION_JSON)
 public class IdempotencyKeyResource {
 
-    private final IdempotencyStore store;
+    private final Reads reads;
     private final IdempotencyConfig config;
     private final StripeConfig stripeConfig;
 
-    IdempotencyKeyResource(IdempotencyStore store, IdempotencyConfig config, StripeConfig stripeConfig) {
-        this.store = store;
+    IdempotencyKeyResource(Reads reads, IdempotencyConfig config, StripeConfig stripeConfig) {
+        this.reads = reads;
         this.config = config;
         this.stripeConfig = stripeConfig;
     }
@@ -56,7 +56,7 @@ public class IdempotencyKeyResource {
             case "refund" -> Operation.REFUND;
             default -> throw ApiException.invalidRequest("parameter_invalid", "operation must be charge or refund.", "operation");
         };
-        IdempotencyStore.KeyStatus found = store.keyStatus(op, ApiKeyFilter.clientId(request), key, stripeConfig.keyHorizon())
+        Reads.KeyStatus found = reads.keyStatus(op, ApiKeyFilter.clientId(request), key, stripeConfig.keyHorizon())
                 .orElseThrow(() -> new ApiException(404, "invalid_request_error", "resource_missing",
                         "No such idempotency key for this client.", "key", null));
         Map<String, Object> view = new LinkedHashMap<>();

@@ -7,7 +7,8 @@ import dev.chargeonce.web.ApiException;
 import dev.chargeonce.web.ClaimQueue;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Claims;
+import dev.chargeonce.idempotency.Finishes;
 import dev.chargeonce.idempotency.LeaseRelease;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.stripe.StripeCall;
@@ -55,17 +56,19 @@ public class OperationDriver {
     /** Row marker: Stripe knows a history of the key that the row cannot place; every driver searches for it first. */
     static final String HISTORY_UNKNOWN = "history_unknown";
 
-    private final IdempotencyStore store;
+    private final Claims claims;
+    private final Finishes finishes;
     private final dev.chargeonce.stripe.StripeGateway stripe;
     private final StripeConfig stripeConfig;
     private final IdempotencyConfig idempotencyConfig;
     private final OperationMetrics metrics;
     private final Map<Operation, StripeSide<?>> sides = new EnumMap<>(Operation.class);
 
-    OperationDriver(IdempotencyStore store, Instance<StripeSide<?>> sides, StripeConfig stripeConfig,
+    OperationDriver(Claims claims, Finishes finishes, Instance<StripeSide<?>> sides, StripeConfig stripeConfig,
                     IdempotencyConfig idempotencyConfig, OperationMetrics metrics, dev.chargeonce.stripe.StripeGateway stripe) {
         this.stripe = stripe;
-        this.store = store;
+        this.claims = claims;
+        this.finishes = finishes;
         this.stripeConfig = stripeConfig;
         this.idempotencyConfig = idempotencyConfig;
         this.metrics = metrics;
@@ -201,7 +204,7 @@ public class OperationDriver {
 
     /** What Stripe (or a lookup, or a retrieve) said about a PaymentIntent: the key's answer, or pending. */
     private <R> KeyAnswer settle(ClaimedIntent intent, StripeSide<R> side, R request, StripeOutcome outcome, Duration sinceLastSend) {
-        Optional<IdempotencyStore.Final> answer = side.finalAnswer(new RowRef(intent.id(), intent.createdAt()), request,
+        Optional<Finishes.Final> answer = side.finalAnswer(new RowRef(intent.id(), intent.createdAt()), request,
                 outcome, firstLook());
         if (answer.isPresent()) {
             return finish(intent, answer.get());
@@ -249,7 +252,7 @@ public class OperationDriver {
 
     /** The current key created nothing and runs nowhere: the next key, in the same drive, under a renewed lease. */
     private <R> KeyAnswer moveOn(ClaimedIntent intent, StripeSide<R> side, R request) {
-        Optional<ClaimedIntent> next = store.nextStripeAttempt(intent, stripeConfig.keyHorizon());
+        Optional<ClaimedIntent> next = claims.nextStripeAttempt(intent, stripeConfig.keyHorizon());
         if (next.isEmpty()) {
             return answerOfRow(intent);
         }
@@ -340,20 +343,20 @@ public class OperationDriver {
 
     private KeyAnswer park(ClaimedIntent intent, String reason) {
         LOG.errorf("%s: parked for reconciliation: %s", intent.id(), reason);
-        if (!store.markForReconciliation(intent, reason)) {
+        if (!claims.markForReconciliation(intent, reason)) {
             return answerOfRow(intent);
         }
         metrics.parkedForReconciliation(intent.operation());
         return RetryLaterAnswers.underReconciliation(intent.operation());
     }
 
-    private KeyAnswer finish(ClaimedIntent intent, IdempotencyStore.Final answer) {
+    private KeyAnswer finish(ClaimedIntent intent, Finishes.Final answer) {
         DatabaseUnavailableException last = null;
         // Stripe has answered: the answer must be recorded. A short blip of the database is bridged here; a longer
         // one leaves the row processing, and the next driver re-sends the same Stripe key and gets the same answer.
         for (int attempt = 0; attempt < 3; attempt++) {
             try {
-                if (store.finish(intent, answer)) {
+                if (finishes.finish(intent, answer)) {
                     return KeyAnswer.first(answer.answer());
                 }
                 return answerOfRow(intent);
@@ -369,7 +372,7 @@ public class OperationDriver {
     /** The lease was lost: answer exactly what the row holds, never our own view. */
     private KeyAnswer answerOfRow(ClaimedIntent intent) {
         metrics.fencedOut(intent.operation());
-        IdempotencyStore.RowState state = store.stateOf(intent.operation(), intent.clientId(), intent.id());
+        Finishes.RowState state = finishes.stateOf(intent.operation(), intent.clientId(), intent.id());
         if (state.parked()) {
             return RetryLaterAnswers.underReconciliation(intent.operation());
         }
@@ -390,7 +393,7 @@ public class OperationDriver {
             }
             long before = System.nanoTime();
             try {
-                if (!store.renewLease(intent)) {
+                if (!claims.renewLease(intent)) {
                     return false;
                 }
             } catch (DatabaseUnavailableException e) {
@@ -403,7 +406,7 @@ public class OperationDriver {
 
     private KeyAnswer release(ClaimedIntent intent, LeaseRelease release, KeyAnswer answer) {
         try {
-            if (!store.release(intent, release)) {
+            if (!claims.release(intent, release)) {
                 return answerOfRow(intent);
             }
         } catch (DatabaseUnavailableException e) {

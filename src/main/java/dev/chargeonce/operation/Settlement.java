@@ -1,8 +1,8 @@
 package dev.chargeonce.operation;
 
-import dev.chargeonce.idempotency.IdempotencyStore;
-import dev.chargeonce.idempotency.IdempotencyStore.Final;
-import dev.chargeonce.idempotency.IdempotencyStore.ObjectOwner;
+import dev.chargeonce.idempotency.Finishes;
+import dev.chargeonce.idempotency.Finishes.Final;
+import dev.chargeonce.idempotency.Finishes.ObjectOwner;
 import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.stripe.StripeConfig;
@@ -33,12 +33,12 @@ public class Settlement {
     public record Result(Effect effect, String rowId, String detail) {
     }
 
-    private final IdempotencyStore store;
+    private final Finishes finishes;
     private final OperationDriver driver;
     private final StripeConfig stripeConfig;
 
-    Settlement(IdempotencyStore store, OperationDriver driver, StripeConfig stripeConfig) {
-        this.store = store;
+    Settlement(Finishes finishes, OperationDriver driver, StripeConfig stripeConfig) {
+        this.finishes = finishes;
         this.driver = driver;
         this.stripeConfig = stripeConfig;
     }
@@ -83,7 +83,7 @@ public class Settlement {
         String objectId = object.objectId();
         StripeOutcome outcome = object.outcome();
         String stripeStatus = object.stripeStatus();
-        Optional<ObjectOwner> found = store.lockOwner(tx, op, objectId, object.identity(), clientId);
+        Optional<ObjectOwner> found = finishes.lockOwner(tx, op, objectId, object.identity(), clientId);
         if (found.isEmpty()) {
             return new Result(Effect.UNKNOWN, null, "no " + op.name().toLowerCase() + " has " + objectId + " (" + stripeStatus + ")");
         }
@@ -94,7 +94,7 @@ public class Settlement {
             if (answer.isEmpty()) {
                 return new Result(Effect.IGNORED, owner.id(), objectId + " " + stripeStatus + ": no answer yet; its driver follows it");
             }
-            return store.finishFromStripe(tx, op, owner.id(), owner.clientId(), answer.get())
+            return finishes.finishFromStripe(tx, op, owner.id(), owner.clientId(), answer.get())
                     ? new Result(Effect.APPLIED, owner.id(), "finished " + answer.get().status().column() + " (" + stripeStatus + ")")
                     : new Result(Effect.IGNORED, owner.id(), "no longer processing");
         }
@@ -102,7 +102,7 @@ public class Settlement {
         if (next.isEmpty()) {
             return new Result(Effect.IGNORED, owner.id(), objectId + " " + stripeStatus + " changes nothing");
         }
-        if (!store.advanceState(tx, op, owner.id(), owner.clientId(), next.get(), objectId)) {
+        if (!finishes.advanceState(tx, op, owner.id(), owner.clientId(), next.get(), objectId)) {
             return new Result(Effect.IGNORED, owner.id(), next.get() + " is not after " + owner.state());
         }
         side.stateMoved(tx, owner.id(), owner.clientId());

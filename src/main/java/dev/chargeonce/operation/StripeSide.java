@@ -1,7 +1,7 @@
 package dev.chargeonce.operation;
 
 import dev.chargeonce.idempotency.ClaimedIntent;
-import dev.chargeonce.idempotency.IdempotencyStore.Final;
+import dev.chargeonce.idempotency.Finishes.Final;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.stripe.StripeCall;
 import dev.chargeonce.stripe.StripeOutcome;

@@ -3,8 +3,8 @@ package dev.chargeonce.reconcile;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chargeonce.idempotency.ClaimedIntent;
-import dev.chargeonce.idempotency.IdempotencyStore;
-import dev.chargeonce.idempotency.IdempotencyStore.Final;
+import dev.chargeonce.idempotency.Finishes.Final;
+import dev.chargeonce.idempotency.OperatorRows;
 import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.idempotency.RowView;
@@ -37,12 +37,12 @@ public class OperatorActions {
     /** Pages a "prove nothing was made" lookup reads at most: an answer it cannot reach is a refusal, never a guess. */
     private static final int PROOF_MAX_PAGES = 2000;
 
-    private final IdempotencyStore rows;
+    private final OperatorRows rows;
     private final ReconciliationStore store;
     private final OperationDriver driver;
     private final StripeConfig stripeConfig;
 
-    OperatorActions(IdempotencyStore rows, ReconciliationStore store, OperationDriver driver, StripeConfig stripeConfig) {
+    OperatorActions(OperatorRows rows, ReconciliationStore store, OperationDriver driver, StripeConfig stripeConfig) {
         this.rows = rows;
         this.store = store;
         this.driver = driver;
@@ -159,7 +159,7 @@ public class OperatorActions {
         }
         // A try of the key may still be on its way: sent by the holder (up to its lease's send bound) and not yet
         // executed by Stripe. The list below would not see it, and it would charge after "nothing was made".
-        Optional<IdempotencyStore.KeySettling> settling = rows.keySettling(op, rowId, intent.clientId(), stripeConfig.requestMaxDuration());
+        Optional<OperatorRows.KeySettling> settling = rows.keySettling(op, rowId, intent.clientId(), stripeConfig.requestMaxDuration());
         if (settling.isEmpty()) {
             return Outcome.refused(Kind.NOT_PROCESSING, rowId + " is not processing: it has its answer already");
         }

@@ -1,7 +1,7 @@
 package dev.chargeonce.reconcile;
 
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.OperatorRows;
 import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.idempotency.RowView;
@@ -63,7 +63,7 @@ public class ReconciliationJob {
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(32);
 
     private final ReconciliationStore store;
-    private final IdempotencyStore rows;
+    private final OperatorRows rows;
     private final StripeGateway stripe;
     private final OperationDriver driver;
     private final ReconciliationConfig config;
@@ -77,7 +77,7 @@ public class ReconciliationJob {
     private final AtomicLong lastCompleted = new AtomicLong();
     private final java.util.concurrent.locks.ReentrantLock passing = new java.util.concurrent.locks.ReentrantLock();
 
-    ReconciliationJob(ReconciliationStore store, IdempotencyStore rows, StripeGateway stripe, OperationDriver driver,
+    ReconciliationJob(ReconciliationStore store, OperatorRows rows, StripeGateway stripe, OperationDriver driver,
                       ReconciliationConfig config, StripeConfig stripeConfig, RecoveryConfig recovery, MeterRegistry metrics) {
         this.store = store;
         this.rows = rows;

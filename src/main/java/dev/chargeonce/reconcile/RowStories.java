@@ -1,6 +1,6 @@
 package dev.chargeonce.reconcile;
 
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.OperatorRows;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.idempotency.RowView;
 import dev.chargeonce.recovery.RecoveryConfig;
@@ -22,12 +22,12 @@ public class RowStories {
     private static final int EVENTS = 200;
     private static final int AUDIT = 200;
 
-    private final IdempotencyStore rows;
+    private final OperatorRows rows;
     private final ReconciliationStore store;
     private final StripeEventInbox inbox;
     private final RecoveryConfig recovery;
 
-    RowStories(IdempotencyStore rows, ReconciliationStore store, StripeEventInbox inbox, RecoveryConfig recovery) {
+    RowStories(OperatorRows rows, ReconciliationStore store, StripeEventInbox inbox, RecoveryConfig recovery) {
         this.rows = rows;
         this.store = store;
         this.inbox = inbox;

@@ -2,7 +2,7 @@ package dev.chargeonce.recovery;
 
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Upkeep;
 import dev.chargeonce.idempotency.Operation;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.scheduler.Scheduled;
@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.AtomicLong;
 @ApplicationScoped
 public class AttentionGauges {
 
-    private final IdempotencyStore store;
+    private final Upkeep upkeep;
     private final IdempotencyConfig config;
     private final RecoveryConfig recovery;
     private final AtomicLong expired = new AtomicLong();
@@ -33,8 +33,8 @@ public class AttentionGauges {
     private final AtomicLong maxDrives = new AtomicLong();
     private volatile double oldestAgeSeconds;
 
-    AttentionGauges(IdempotencyStore store, IdempotencyConfig config, RecoveryConfig recovery, MeterRegistry metrics) {
-        this.store = store;
+    AttentionGauges(Upkeep upkeep, IdempotencyConfig config, RecoveryConfig recovery, MeterRegistry metrics) {
+        this.upkeep = upkeep;
         this.config = config;
         this.recovery = recovery;
         metrics.gauge("chargeonce.processing.expired.rows", expired);
@@ -52,7 +52,7 @@ public class AttentionGauges {
             double oldest = 0;
             // Charges and refunds together: a stuck refund is as much an operator's business as a stuck charge.
             for (Operation op : Operation.values()) {
-                IdempotencyStore.RowCounts counts = store.countAttentionRows(op, config.lease(), recovery.overdueAfter());
+                Upkeep.RowCounts counts = upkeep.countAttentionRows(op, config.lease(), recovery.overdueAfter());
                 expiredRows += counts.expiredProcessing();
                 parkedRows += counts.parkedForReconciliation();
                 overdueRows += counts.overdueProcessing();

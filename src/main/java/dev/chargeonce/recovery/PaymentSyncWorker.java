@@ -3,7 +3,7 @@ package dev.chargeonce.recovery;
 import dev.chargeonce.operation.Admission;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Finishes;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.OperationDriver;
 import dev.chargeonce.operation.Settlement;
@@ -32,7 +32,7 @@ public class PaymentSyncWorker {
 
     private static final Logger LOG = Logger.getLogger(PaymentSyncWorker.class);
 
-    private final IdempotencyStore store;
+    private final Finishes finishes;
     private final OperationDriver driver;
     private final Settlement settlement;
     private final Admission admission;
@@ -41,9 +41,9 @@ public class PaymentSyncWorker {
     private final IdempotencyConfig idempotencyConfig;
     private final MeterRegistry metrics;
 
-    PaymentSyncWorker(IdempotencyStore store, OperationDriver driver, Settlement settlement, Admission admission,
+    PaymentSyncWorker(Finishes finishes, OperationDriver driver, Settlement settlement, Admission admission,
                       RecoveryConfig config, StripeConfig stripeConfig, IdempotencyConfig idempotencyConfig, MeterRegistry metrics) {
-        this.store = store;
+        this.finishes = finishes;
         this.driver = driver;
         this.settlement = settlement;
         this.admission = admission;
@@ -75,8 +75,8 @@ public class PaymentSyncWorker {
             int looked = 0;
             for (Operation op : Operation.values()) {
                 // Taken with a hold of one lease, so no other instance looks at it meanwhile; the real next look is set below.
-                List<IdempotencyStore.AcceptedRow> due = store.takeDueAccepted(op, config.batchSize(), idempotencyConfig.lease());
-                for (IdempotencyStore.AcceptedRow row : due) {
+                List<Finishes.AcceptedRow> due = finishes.takeDueAccepted(op, config.batchSize(), idempotencyConfig.lease());
+                for (Finishes.AcceptedRow row : due) {
                     sync(row);
                 }
                 looked += due.size();
@@ -85,17 +85,17 @@ public class PaymentSyncWorker {
         }
     }
 
-    private void sync(IdempotencyStore.AcceptedRow row) {
+    private void sync(Finishes.AcceptedRow row) {
         try {
             boolean abandoned = "requires_action".equals(row.state())
                     && !row.databaseNow().isBefore(row.answeredAt().plus(stripeConfig.requiresActionExpiry()));
             StripeSide.ObjectState now = driver.side(row.operation()).look(row.objectId(), abandoned);
             Settlement.Result result;
-            try (Connection tx = store.primary().getConnection()) {
+            try (Connection tx = finishes.primary().getConnection()) {
                 tx.setAutoCommit(false);
                 try {
                     result = settlement.apply(tx, row.operation(), now, row.clientId()); // the row it follows is the object's
-                    store.scheduleRecheck(tx, row.operation(), row.id(), row.clientId(), nextLook(row.checks()));
+                    finishes.scheduleRecheck(tx, row.operation(), row.id(), row.clientId(), nextLook(row.checks()));
                     tx.commit();
                 } catch (SQLException | RuntimeException e) {
                     tx.rollback();

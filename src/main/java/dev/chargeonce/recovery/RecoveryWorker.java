@@ -3,7 +3,7 @@ package dev.chargeonce.recovery;
 import dev.chargeonce.operation.Admission;
 import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Claims;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.KeyAnswer;
 import dev.chargeonce.operation.OperationDriver;
@@ -27,16 +27,16 @@ public class RecoveryWorker {
 
     private static final Logger LOG = Logger.getLogger(RecoveryWorker.class);
 
-    private final IdempotencyStore store;
+    private final Claims claims;
     private final OperationDriver driver;
     private final Admission admission;
     private final RecoveryConfig config;
     private final StripeConfig stripeConfig;
     private final MeterRegistry metrics;
 
-    RecoveryWorker(IdempotencyStore store, OperationDriver driver, Admission admission, RecoveryConfig config,
+    RecoveryWorker(Claims claims, OperationDriver driver, Admission admission, RecoveryConfig config,
                    StripeConfig stripeConfig, MeterRegistry metrics) {
-        this.store = store;
+        this.claims = claims;
         this.driver = driver;
         this.admission = admission;
         this.config = config;
@@ -63,7 +63,7 @@ public class RecoveryWorker {
             List<ClaimedIntent> due = new java.util.ArrayList<>();
             for (Operation op : Operation.values()) {
                 try {
-                    due.addAll(store.takeOverExpired(op, config.batchSize(), stripeConfig.keyHorizon()));
+                    due.addAll(claims.takeOverExpired(op, config.batchSize(), stripeConfig.keyHorizon()));
                 } catch (RuntimeException e) {
                     if (due.isEmpty()) {
                         throw e;

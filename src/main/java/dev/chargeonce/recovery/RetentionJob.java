@@ -2,7 +2,7 @@ package dev.chargeonce.recovery;
 
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Upkeep;
 import dev.chargeonce.idempotency.Operation;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -25,12 +25,12 @@ public class RetentionJob {
     private static final Logger LOG = Logger.getLogger(RetentionJob.class);
     private static final int MAX_BATCHES_PER_PASS = 200;
 
-    private final IdempotencyStore store;
+    private final Upkeep upkeep;
     private final IdempotencyConfig config;
     private final Counter deleted;
 
-    RetentionJob(IdempotencyStore store, IdempotencyConfig config, MeterRegistry metrics) {
-        this.store = store;
+    RetentionJob(Upkeep upkeep, IdempotencyConfig config, MeterRegistry metrics) {
+        this.upkeep = upkeep;
         this.config = config;
         this.deleted = metrics.counter("chargeonce.retention.deleted");
     }
@@ -57,7 +57,7 @@ public class RetentionJob {
             // Refunds first: a charge is kept while it has refunds, so that a refund's key never outlives its charge.
             for (Operation op : new Operation[] {Operation.REFUND, Operation.CHARGE}) {
                 for (int i = 0; i < MAX_BATCHES_PER_PASS; i++) {
-                    int n = store.deleteFinishedBefore(op, age, config.retentionBatchSize());
+                    int n = upkeep.deleteFinishedBefore(op, age, config.retentionBatchSize());
                     total += n;
                     if (n < config.retentionBatchSize()) {
                         break;

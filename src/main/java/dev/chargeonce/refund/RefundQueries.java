@@ -1,6 +1,6 @@
 package dev.chargeonce.refund;
 
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Reads;
 import dev.chargeonce.charge.ChargeQueries;
 import dev.chargeonce.idempotency.RefundRecord;
 import dev.chargeonce.web.ApiException;
@@ -16,10 +16,10 @@ import java.util.Map;
 @ApplicationScoped
 public class RefundQueries {
 
-    private final IdempotencyStore store;
+    private final Reads reads;
 
-    RefundQueries(IdempotencyStore store) {
-        this.store = store;
+    RefundQueries(Reads reads) {
+        this.reads = reads;
     }
 
     Map<String, Object> find(String clientId, String refundId) {
@@ -28,16 +28,16 @@ public class RefundQueries {
         if (!dev.chargeonce.idempotency.RowIds.wellFormed(RefundService.PREFIX, refundId)) {
             throw none;
         }
-        return store.findRefund(store.primary(), clientId, refundId).map(RefundQueries::view).orElseThrow(() -> none);
+        return reads.findRefund(reads.primary(), clientId, refundId).map(RefundQueries::view).orElseThrow(() -> none);
     }
 
     /** A charge's refunds, newest first; another client's or an unknown charge is not found, identically. */
     Map<String, Object> listOfCharge(String clientId, String chargeId, int limit) {
         if (!dev.chargeonce.idempotency.RowIds.wellFormed(ChargeQueries.PREFIX, chargeId)
-                || store.findCharge(store.primary(), clientId, chargeId).isEmpty()) {
+                || reads.findCharge(reads.primary(), clientId, chargeId).isEmpty()) {
             throw noSuchCharge(chargeId);
         }
-        List<RefundRecord> newest = store.listRefunds(store.primary(), clientId, chargeId, limit + 1);
+        List<RefundRecord> newest = reads.listRefunds(reads.primary(), clientId, chargeId, limit + 1);
         Map<String, Object> page = new LinkedHashMap<>();
         page.put("object", "list");
         page.put("data", newest.stream().limit(limit).map(RefundQueries::view).toList());

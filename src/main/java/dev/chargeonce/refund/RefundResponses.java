@@ -2,7 +2,7 @@ package dev.chargeonce.refund;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.chargeonce.idempotency.IdempotencyStore.Final;
+import dev.chargeonce.idempotency.Finishes.Final;
 import dev.chargeonce.idempotency.IntentStatus;
 import dev.chargeonce.idempotency.StoredAnswer;
 import dev.chargeonce.operation.RowRef;

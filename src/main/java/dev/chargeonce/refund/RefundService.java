@@ -4,7 +4,8 @@ import dev.chargeonce.idempotency.AnswerLimit;
 import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.idempotency.IdempotencyKey;
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Claims;
+import dev.chargeonce.idempotency.RefundReservations;
 import dev.chargeonce.idempotency.RowIds;
 import dev.chargeonce.idempotency.NewRefund;
 import dev.chargeonce.idempotency.Operation;
@@ -30,7 +31,8 @@ public class RefundService {
 
     static final String METHOD = "POST";
 
-    private final IdempotencyStore store;
+    private final Claims claims;
+    private final RefundReservations reservations;
     private final OperationDriver driver;
     private final RefundStripeSide side;
     private final StripeConfig stripeConfig;
@@ -39,10 +41,11 @@ public class RefundService {
     private final OperationMetrics metrics;
     private final AnswerLimit answerLimit;
 
-    RefundService(IdempotencyStore store, OperationDriver driver, RefundStripeSide side, StripeConfig stripeConfig,
-                  Admission admission, StripeGateway stripe, OperationMetrics metrics, AnswerLimit answerLimit) {
+    RefundService(Claims claims, RefundReservations reservations, OperationDriver driver, RefundStripeSide side,
+                  StripeConfig stripeConfig, Admission admission, StripeGateway stripe, OperationMetrics metrics, AnswerLimit answerLimit) {
         this.answerLimit = answerLimit;
-        this.store = store;
+        this.claims = claims;
+        this.reservations = reservations;
         this.driver = driver;
         this.side = side;
         this.stripeConfig = stripeConfig;
@@ -65,7 +68,7 @@ public class RefundService {
             if (!fits || !stripe.acceptingCalls(Operation.REFUND)) {
                 // Circuit open, or an answer that could exceed the stored answers' bound: answer what the key
                 // already holds, but reserve nothing for a call we will not make.
-                Optional<Claim> existing = store.peek(Operation.REFUND, clientId, key, fingerprint, stripeConfig.keyHorizon());
+                Optional<Claim> existing = claims.peek(Operation.REFUND, clientId, key, fingerprint, stripeConfig.keyHorizon());
                 if (existing.isEmpty()) {
                     if (!fits) {
                         throw answerLimit.tooLarge();
@@ -75,7 +78,7 @@ public class RefundService {
                 }
                 return driver.answer(existing.get(), side, null);
             }
-            return switch (store.claimRefund(refund, stripeConfig.keyHorizon())) {
+            return switch (reservations.claimRefund(refund, stripeConfig.keyHorizon())) {
                 case RefundClaim.Claimed claimed -> driver.answer(claimed.claim(), side, null);
                 case RefundClaim.ChargeMissing missing -> throw RefundQueries.noSuchCharge(chargeId);
                 case RefundClaim.ChargeNotRefundable not -> throw ApiException.invalidRequest("charge_not_refundable",

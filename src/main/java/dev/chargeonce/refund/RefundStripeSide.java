@@ -4,7 +4,7 @@ import com.stripe.model.Charge;
 import com.stripe.model.Refund;
 import com.stripe.model.StripeObject;
 import dev.chargeonce.idempotency.ClaimedIntent;
-import dev.chargeonce.idempotency.IdempotencyStore.Final;
+import dev.chargeonce.idempotency.Finishes.Final;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.RowRef;
 import dev.chargeonce.operation.StripeSide;

@@ -20,8 +20,9 @@ import org.jboss.logging.Logger;
 
 /**
  * Where the read endpoints read: the named data source {@code replica} when it is configured and active, the
- * primary otherwise. Only the read endpoints hold this bean; the idempotency path
- * ({@link dev.chargeonce.idempotency.IdempotencyStore}) injects the default data source alone and never sees it.
+ * primary otherwise. Only the read endpoints hold this bean; the idempotency path (the store's classes in
+ * {@code dev.chargeonce.idempotency}: {@code Claims}, {@code Finishes}, ...) injects the default data source alone and
+ * never sees it.
  *
  * <p>A replica is allowed to be behind and allowed to be down: a read that fails on it is answered from the
  * primary (and counted), never turned into an error for the client.

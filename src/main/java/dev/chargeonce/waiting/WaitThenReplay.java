@@ -1,6 +1,6 @@
 package dev.chargeonce.waiting;
 
-import dev.chargeonce.idempotency.IdempotencyStore;
+import dev.chargeonce.idempotency.Claims;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.KeyAnswer;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -31,7 +31,7 @@ public class WaitThenReplay {
     static final long LAST_LOOK_MILLIS = 1_000;
 
     private final KeyChangeListener listener;
-    private final IdempotencyStore store;
+    private final Claims claims;
     /**
      * One claim at a time per row among this instance's waiters: a row whose holder let its lease go (an unknown
      * outcome) wakes every waiter, and only the first may take it over and call Stripe; the others claim after it
@@ -39,9 +39,9 @@ public class WaitThenReplay {
      */
     private final Map<String, ReentrantLock> claiming = new ConcurrentHashMap<>();
 
-    WaitThenReplay(KeyChangeListener listener, IdempotencyStore store) {
+    WaitThenReplay(KeyChangeListener listener, Claims claims) {
         this.listener = listener;
-        this.store = store;
+        this.claims = claims;
     }
 
     /**
@@ -76,7 +76,7 @@ public class WaitThenReplay {
                     lookAfter = Math.min(lookAfter * 2, TimeUnit.MILLISECONDS.toNanos(LAST_LOOK_MILLIS));
                 } else {
                     try (KeyChangeListener.Registration wakeUp = listener.register(row.id())) {
-                        if (store.awaitRow(op, row.id(), clientId)) {
+                        if (claims.awaitRow(op, row.id(), clientId)) {
                             sleepUntil(wakeUp, Math.min(left, leaseEnds));
                         }
                     }

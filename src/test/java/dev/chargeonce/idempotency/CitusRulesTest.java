@@ -16,11 +16,11 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * What Citus needs of a statement on a table distributed by {@code client_id} (issue 17; {@code
- * scale/citus/probe.sh} shows Citus refusing the statements that break them), held as a rule on the statements
- * on {@code stripe_intents} and {@code stripe_refunds} that the idempotency store, the Kafka outbox and the consumed
- * offsets hold in constants and catalogs (SQL built inline in a method is not read), so that the plain-PostgreSQL suite
- * keeps the Citus path honest:
+ * What Citus needs of a statement on a table distributed by {@code client_id} ({@code scale/citus/probe.sh} shows
+ * Citus refusing the statements that break them), held as a rule on the statements on {@code stripe_intents} and
+ * {@code stripe_refunds} that the store's classes ({@link #STORE}), the Kafka outbox and the consumed offsets hold in
+ * constants and catalogs (SQL built inline in a method is not read), so that the plain-PostgreSQL suite keeps the
+ * Citus path honest:
  * <ul>
  *   <li>{@link Rule#ONE_SHARD}: the statement names the row's {@code client_id} (a predicate, or the inserted
  *       column), so that Citus routes it to one shard instead of every one;</li>
@@ -40,8 +40,8 @@ import org.junit.jupiter.api.Test;
  *       Citus rewrites it wrongly ("operator does not exist: text = boolean" on the worker; WebhooksIT on Citus);
  *       the searched form, {@code CASE WHEN ? = ... THEN}, runs.</li>
  * </ul>
- * Every statement keeps them (issue 17 emptied the list of known breaks it started with: 77 breaks on 42
- * statements); a new statement, or one changed for the worse, fails the test. The only exceptions are
+ * Every statement keeps them (the list of known breaks this test started with, 77 breaks on 42 statements, is
+ * empty); a new statement, or one changed for the worse, fails the test. The only exceptions are
  * {@link #CROSS_CLIENT_SCANS}, reads over every client by design that must decide nothing.
  */
 class CitusRulesTest {
@@ -218,7 +218,7 @@ class CitusRulesTest {
     @Test
     void noStatementOnTheDistributedTablesIsWrittenInsideAMethod() throws java.io.IOException {
         List<String> problems = new ArrayList<>();
-        for (Class<?> holder : List.of(IdempotencyStore.class, ResultOutbox.class, ConsumedOffsets.class)) {
+        for (Class<?> holder : holders()) {
             java.nio.file.Path source = java.nio.file.Path.of("src/main/java", holder.getName().replace('.', '/') + ".java");
             List<String> lines = java.nio.file.Files.readAllLines(source);
             boolean inField = false;
@@ -333,12 +333,29 @@ class CitusRulesTest {
         }
     }
 
+    /**
+     * The classes that hold the store's statements on the two tables, by what they do: the catalog of the protocol's
+     * statements and each class that runs statements of its own. A statement's name is its field's (a per-operation
+     * map's: field and operation), as before the store was split by what it does, so that {@link #CROSS_CLIENT_SCANS}
+     * names the same statements.
+     */
+    static final List<Class<?>> STORE = List.of(StatementCatalog.class, Claims.class, RefundReservations.class,
+            Finishes.class, Reads.class, CommandResults.class, OperatorRows.class, Upkeep.class);
+
+    /** The store's classes, and the outbox and offsets beside it. */
+    private static List<Class<?>> holders() {
+        List<Class<?>> holders = new ArrayList<>(STORE);
+        holders.add(ResultOutbox.class);
+        holders.add(ConsumedOffsets.class);
+        return holders;
+    }
+
     /** Every statement of the store on a distributed table, by name. */
     static Map<String, String> statements() {
         Map<String, String> statements = new TreeMap<>();
         for (Operation op : Operation.values()) {
-            IdempotencyStore.protocolStatements(op).forEach((name, sql) -> statements.put(op + "." + name, sql));
-            IdempotencyStore.hotPathStatements(op).forEach((name, sql) -> {
+            StatementCatalog.protocolStatements(op).forEach((name, sql) -> statements.put(op + "." + name, sql));
+            StatementCatalog.hotPathStatements(op).forEach((name, sql) -> {
                 if (!statements.containsValue(sql)) { // the hot path's own names for protocol statements are not listed twice
                     statements.put(op + "." + name, sql);
                 }
@@ -351,7 +368,7 @@ class CitusRulesTest {
                     field.setAccessible(true);
                     ((Map<?, ?>) field.get(null)).forEach((key, value) -> {
                         if (value instanceof String sql && DISTRIBUTED.matcher(sql).find() && !statements.containsValue(sql)) {
-                            statements.put(name(field) + "." + key, sql);
+                            put(statements, name(field) + "." + key, sql);
                         }
                     });
                 } catch (IllegalAccessException e) {
@@ -365,7 +382,7 @@ class CitusRulesTest {
                     // templates ({t}, {o}, ...) are held to the rules as rendered, through the protocol statements
                     if (sql != null && DISTRIBUTED.matcher(sql).find() && !TEMPLATE.matcher(sql).find()
                             && !statements.containsValue(sql)) {
-                        statements.put(name(field), sql);
+                        put(statements, name(field), sql);
                     }
                 } catch (IllegalAccessException e) {
                     throw new IllegalStateException(e);
@@ -375,10 +392,18 @@ class CitusRulesTest {
         return statements;
     }
 
+    /** Two of the store's classes must not hold different statements under one name: one would hide the other. */
+    private static void put(Map<String, String> statements, String name, String sql) {
+        if (statements.containsKey(name)) {
+            throw new IllegalStateException("two statements named " + name + ": rename one");
+        }
+        statements.put(name, sql);
+    }
+
     /** The static fields of the classes that hold SQL on the two tables: the store, and the outbox and offsets beside it. */
     private static List<Field> fields() {
         List<Field> fields = new ArrayList<>();
-        for (Class<?> holder : List.of(IdempotencyStore.class, ResultOutbox.class, ConsumedOffsets.class)) {
+        for (Class<?> holder : holders()) {
             fields.addAll(List.of(holder.getDeclaredFields()));
         }
         return fields;
@@ -386,7 +411,7 @@ class CitusRulesTest {
 
     /** A field's statement name: the store's own by field name, the others' with their class's. */
     private static String name(Field field) {
-        return field.getDeclaringClass() == IdempotencyStore.class ? field.getName()
+        return STORE.contains(field.getDeclaringClass()) ? field.getName()
                 : field.getDeclaringClass().getSimpleName() + "." + field.getName();
     }
 

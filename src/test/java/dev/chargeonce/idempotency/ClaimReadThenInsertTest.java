@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * The claim reads the key's row, and only when it has none inserts one ({@code IdempotencyStore#CLAIM}). Between the
+ * The claim reads the key's row, and only when it has none inserts one ({@code StatementCatalog#CLAIM}). Between the
  * two statements another claim of the key may insert it: the insert then does nothing, and the claim must read again
  * and answer what holds the key, never take the key as new. Here the other claim is held open on purpose: its row is
  * inserted and not yet committed, so this claim's read finds nothing and its insert waits on that row; what the
@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Test;
 class ClaimReadThenInsertTest {
 
     @Inject
-    IdempotencyStore store;
+    Claims claims;
 
     @Inject
     KeyIdentities identities;
@@ -49,7 +49,7 @@ class ClaimReadThenInsertTest {
         try (Connection other = primary.getConnection()) {
             other.setAutoCommit(false);
             insertUncommitted(other, theirs);
-            CompletableFuture<Claim> claim = CompletableFuture.supplyAsync(() -> store.claim(mine, TakeoverFencingTest.HORIZON));
+            CompletableFuture<Claim> claim = CompletableFuture.supplyAsync(() -> claims.claim(mine, TakeoverFencingTest.HORIZON));
             awaitInsertWaitingOn(other);
             assertFalse(claim.isDone(), "the claim's insert waits for the uncommitted row of the same key");
             other.commit();
@@ -69,7 +69,7 @@ class ClaimReadThenInsertTest {
         try (Connection other = primary.getConnection()) {
             other.setAutoCommit(false);
             insertUncommitted(other, TakeoverFencingTest.newIntent(client, "order-1"));
-            CompletableFuture<Claim> claim = CompletableFuture.supplyAsync(() -> store.claim(mine, TakeoverFencingTest.HORIZON));
+            CompletableFuture<Claim> claim = CompletableFuture.supplyAsync(() -> claims.claim(mine, TakeoverFencingTest.HORIZON));
             awaitInsertWaitingOn(other);
             other.rollback();
             Claim answer = claim.get(30, TimeUnit.SECONDS);
@@ -81,7 +81,7 @@ class ClaimReadThenInsertTest {
     /** The claim's own insert, in {@code tx}, left uncommitted. */
     private void insertUncommitted(Connection tx, NewIntent intent) throws SQLException {
         String identity = identities.lookup(intent.operation(), intent.clientId(), intent.key()).get(0);
-        try (PreparedStatement ps = tx.prepareStatement(IdempotencyStore.hotPathStatements(Operation.CHARGE).get("CLAIM"))) {
+        try (PreparedStatement ps = tx.prepareStatement(StatementCatalog.hotPathStatements(Operation.CHARGE).get("CLAIM"))) {
             int i = 1;
             ps.setString(i++, intent.id());
             ps.setString(i++, intent.clientId());

@@ -73,13 +73,13 @@ class KeyVersionChangeTest {
     @Test
     void aKeyClaimedUnderTheOldVersionIsFoundUnderTheNew() throws Exception {
         try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, "1.13.0")) {
-            IdempotencyStore before = store(database, TestKeys.identities(KeyIdentities.UNKEYED, List.of(), false));
-            IdempotencyStore after = store(database, TestKeys.identities(1, List.of(0), false));
+            Claims before = claims(database, TestKeys.identities(KeyIdentities.UNKEYED, List.of(), false));
+            Claims after = claims(database, TestKeys.identities(1, List.of(0), false));
             String client = "version-" + UUID.randomUUID();
             String key = "order-1234";
             Claim first = before.claim(TakeoverFencingTest.newIntent(client, key), HORIZON);
             ClaimedIntent held = assertInstanceOf(Claim.Fresh.class, first).intent();
-            assertTrue(before.finish(held, IntentStatus.COMPLETED, new StoredAnswer(201, "{\"id\":\"" + held.id() + "\"}"), "pi_1"));
+            assertTrue(new Finishes(database.dataSource, new SimpleMeterRegistry()).finish(held, IntentStatus.COMPLETED, new StoredAnswer(201, "{\"id\":\"" + held.id() + "\"}"), "pi_1"));
 
             Claim retry = after.claim(TakeoverFencingTest.newIntent(client, key), HORIZON);
             Claim.Replay replay = assertInstanceOf(Claim.Replay.class, retry, "the retry under the new version replays");
@@ -101,22 +101,23 @@ class KeyVersionChangeTest {
     @Test
     void theVersionsTheRowsHaveAreFoundOnTheIndex() throws Exception {
         try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, "1.13.0")) {
-            IdempotencyStore any = store(database, TestKeys.identities(1, List.of(), false));
-            assertEquals(java.util.Set.of(), any.identityVersionsInUse());
+            Claims any = claims(database, TestKeys.identities(1, List.of(), false));
+            Upkeep upkeep = new Upkeep(database.dataSource);
+            assertEquals(java.util.Set.of(), upkeep.identityVersionsInUse());
             String client = "versions-" + UUID.randomUUID();
-            store(database, TestKeys.identities(KeyIdentities.UNKEYED, List.of(), false)).claim(TakeoverFencingTest.newIntent(client, "a"), HORIZON);
+            claims(database, TestKeys.identities(KeyIdentities.UNKEYED, List.of(), false)).claim(TakeoverFencingTest.newIntent(client, "a"), HORIZON);
             any.claim(TakeoverFencingTest.newIntent(client, "b"), HORIZON);
-            store(database, TestKeys.identities(2, List.of(), false)).claim(TakeoverFencingTest.newIntent(client, "c"), HORIZON);
+            claims(database, TestKeys.identities(2, List.of(), false)).claim(TakeoverFencingTest.newIntent(client, "c"), HORIZON);
             KeyIdentities ten = new KeyIdentities(10, List.of(), java.util.Map.of(10, java.util.Base64.getDecoder().decode(TestKeys.SECRET_1)), false);
-            store(database, ten).claim(TakeoverFencingTest.newIntent(client, "d"), HORIZON);
-            assertEquals(new java.util.TreeSet<>(List.of(0, 1, 2, 10)), any.identityVersionsInUse());
+            claims(database, ten).claim(TakeoverFencingTest.newIntent(client, "d"), HORIZON);
+            assertEquals(new java.util.TreeSet<>(List.of(0, 1, 2, 10)), upkeep.identityVersionsInUse());
         }
     }
 
     /** @param schema the migration the database is at (an upgrade's first steps hold it at 1.13.0); null: the latest */
     private void race(String schema, KeyIdentities stepOne, KeyIdentities stepTwo) throws Exception {
         try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, schema)) {
-            List<IdempotencyStore> instances = List.of(store(database, stepOne), store(database, stepTwo));
+            List<Claims> instances = List.of(claims(database, stepOne), claims(database, stepTwo));
             String client = "version-race-" + UUID.randomUUID();
             int keys = 40;
             int claimers = 32;
@@ -126,7 +127,7 @@ class KeyVersionChangeTest {
                     CountDownLatch start = new CountDownLatch(1);
                     List<Future<Claim>> claims = new ArrayList<>();
                     for (int i = 0; i < claimers; i++) {
-                        IdempotencyStore instance = instances.get(i % 2);
+                        Claims instance = instances.get(i % 2);
                         NewIntent intent = TakeoverFencingTest.newIntent(client, key);
                         claims.add(pool.submit(() -> {
                             start.await();
@@ -147,8 +148,8 @@ class KeyVersionChangeTest {
         }
     }
 
-    private IdempotencyStore store(DedicatedDatabase database, KeyIdentities identities) {
-        return new IdempotencyStore(database.dataSource, config, identities, new SimpleMeterRegistry());
+    private Claims claims(DedicatedDatabase database, KeyIdentities identities) {
+        return new Claims(database.dataSource, config, identities, new SimpleMeterRegistry());
     }
 
     private static int rowsOf(AgroalDataSource source, String client, String key) throws Exception {

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.chargeonce.testing.DedicatedDatabase;
 import dev.chargeonce.testing.PostgresAndSandbox;
 import io.agroal.api.AgroalDataSource;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.quarkus.test.common.TestResourceScope;
 import io.quarkus.test.common.WithTestResource;
 import io.quarkus.test.junit.QuarkusTest;
@@ -46,18 +45,12 @@ class RetentionScanTest {
     AgroalDataSource primary;
 
     @Inject
-    IdempotencyConfig idempotencyConfig;
-
-    @Inject
-    KeyIdentities identities;
-
-    @Inject
     Flyway flyway;
 
     @Test
     void concurrentPassesDeleteEveryOldFinishedRowOnceAndKeepWhatStillCounts() throws Exception {
         try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway)) {
-            IdempotencyStore store = new IdempotencyStore(database.dataSource, idempotencyConfig, identities, new SimpleMeterRegistry());
+            Upkeep upkeep = new Upkeep(database.dataSource);
             Set<String> old = new TreeSet<>();
             for (String client : List.of("retention-a", "retention-b", "retention-c")) {
                 for (int i = 0; i < 20; i++) {
@@ -82,7 +75,7 @@ class RetentionScanTest {
                         int mine = 0;
                         int n;
                         do {
-                            n = store.deleteFinishedBefore(Operation.CHARGE, RETENTION, 7);
+                            n = upkeep.deleteFinishedBefore(Operation.CHARGE, RETENTION, 7);
                             mine += n;
                         } while (n > 0);
                         return mine;
@@ -95,7 +88,7 @@ class RetentionScanTest {
                 deleted += pass.get();
             }
             // the passes may each have stopped on a batch another pass emptied first: one more pass finds nothing
-            deleted += store.deleteFinishedBefore(Operation.CHARGE, RETENTION, 100);
+            deleted += upkeep.deleteFinishedBefore(Operation.CHARGE, RETENTION, 100);
             assertEquals(old.size(), deleted, "every old finished row deleted exactly once (counted by the statements that deleted)");
             assertEquals(kept, ids(database.dataSource), "what still counts is kept, nothing else is left");
         }
@@ -104,7 +97,7 @@ class RetentionScanTest {
     @Test
     void aRowSomeoneHoldsLockedIsSkippedNotWaitedForAndGoesInTheNextPass() throws Exception {
         try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway)) {
-            IdempotencyStore store = new IdempotencyStore(database.dataSource, idempotencyConfig, identities, new SimpleMeterRegistry());
+            Upkeep upkeep = new Upkeep(database.dataSource);
             String locked = insertCharge(database.dataSource, "retention-lock", "completed", "succeeded", "2 days");
             String free = insertCharge(database.dataSource, "retention-lock", "completed", "succeeded", "2 days");
             try (Connection holder = database.dataSource.getConnection()) {
@@ -115,7 +108,7 @@ class RetentionScanTest {
                     ps.executeQuery().close();
                 }
                 ExecutorService pool = Executors.newSingleThreadExecutor();
-                Future<Integer> pass = pool.submit(() -> store.deleteFinishedBefore(Operation.CHARGE, RETENTION, 10));
+                Future<Integer> pass = pool.submit(() -> upkeep.deleteFinishedBefore(Operation.CHARGE, RETENTION, 10));
                 Integer deleted;
                 try {
                     deleted = pass.get(30, TimeUnit.SECONDS);
@@ -128,7 +121,7 @@ class RetentionScanTest {
                 assertEquals(1, deleted, "the free row deleted, the locked one skipped (null: the pass waited for the lock)");
                 assertEquals(Set.of(locked), ids(database.dataSource));
             }
-            assertEquals(1, store.deleteFinishedBefore(Operation.CHARGE, RETENTION, 10), "the next pass takes it");
+            assertEquals(1, upkeep.deleteFinishedBefore(Operation.CHARGE, RETENTION, 10), "the next pass takes it");
             assertTrue(ids(database.dataSource).isEmpty(), "both gone: " + free + ", " + locked);
         }
     }

@@ -76,7 +76,7 @@ class StatementPlansTest {
             s.execute("VACUUM ANALYZE stripe_refunds");
             s.execute("SET plan_cache_mode = force_generic_plan");
             for (Operation op : Operation.values()) {
-                for (Map.Entry<String, String> statement : IdempotencyStore.protocolStatements(op).entrySet()) {
+                for (Map.Entry<String, String> statement : StatementCatalog.protocolStatements(op).entrySet()) {
                     String sql = statement.getValue();
                     if (!BY_ID.matcher(sql).find()) {
                         continue;

@@ -44,7 +44,10 @@ class TakeoverFencingTest {
     static final String REQUEST = "{\"amount\":1,\"currency\":\"usd\",\"payment_method\":\"pm_card_visa\"}";
 
     @Inject
-    IdempotencyStore store;
+    Claims claims;
+
+    @Inject
+    Finishes finishes;
 
     @Inject
     AgroalDataSource primary;
@@ -68,7 +71,8 @@ class TakeoverFencingTest {
     @Test
     void concurrentRecoveryPassesTakeOverEveryExpiredRowExactlyOnceAndNothingElse() throws Exception {
         try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway)) {
-            IdempotencyStore scanner = new IdempotencyStore(database.dataSource, idempotencyConfig, identities, new SimpleMeterRegistry());
+            Claims scanner = new Claims(database.dataSource, idempotencyConfig, identities, new SimpleMeterRegistry());
+            Finishes scannerFinishes = new Finishes(database.dataSource, new SimpleMeterRegistry());
             String client = "fencing-" + UUID.randomUUID();
             int rows = 60;
             Set<String> expired = new HashSet<>();
@@ -109,7 +113,7 @@ class TakeoverFencingTest {
                     assertTrue(expired.contains(intent.stripeIdentity()),
                             "only expired, unparked rows are taken over: " + intent.stripeIdentity());
                     assertEquals(2, intent.leaseGeneration());
-                    assertTrue(scanner.finish(intent, IntentStatus.FAILED, new StoredAnswer(400, "{}"), null),
+                    assertTrue(scannerFinishes.finish(intent, IntentStatus.FAILED, new StoredAnswer(400, "{}"), null),
                             "the pass that took row " + intent.id() + " over still holds its lease");
                 }
             }
@@ -128,7 +132,7 @@ class TakeoverFencingTest {
      */
     @Test
     void sixtyFourClaimsOfOneNewKeyAtOnceMakeOneRow() throws Exception {
-        claimRaces(store, primary);
+        claimRaces(claims, primary);
     }
 
     /**
@@ -140,11 +144,11 @@ class TakeoverFencingTest {
     @Test
     void claimsRaceCleanlyOnTheSchemaOfARollingDeployToo() throws Exception {
         try (DedicatedDatabase database = DedicatedDatabase.create(primary, flyway, "1.13.0")) {
-            claimRaces(new IdempotencyStore(database.dataSource, idempotencyConfig, identities, new SimpleMeterRegistry()), database.dataSource);
+            claimRaces(new Claims(database.dataSource, idempotencyConfig, identities, new SimpleMeterRegistry()), database.dataSource);
         }
     }
 
-    private static void claimRaces(IdempotencyStore store, AgroalDataSource primary) throws Exception {
+    private static void claimRaces(Claims store, AgroalDataSource primary) throws Exception {
         String client = "race-" + UUID.randomUUID();
         int keys = 20;
         int claimers = 64;
@@ -190,23 +194,23 @@ class TakeoverFencingTest {
         String client = "fencing-" + UUID.randomUUID();
         IdempotencyKey key = new IdempotencyKey("k");
         NewIntent intent = newIntent(client, "k");
-        ClaimedIntent original = assertInstanceOf(Claim.Fresh.class, store.claim(intent, HORIZON)).intent();
-        assertInstanceOf(Claim.InFlight.class, store.claim(intent, HORIZON), "a live lease answers in flight");
+        ClaimedIntent original = assertInstanceOf(Claim.Fresh.class, claims.claim(intent, HORIZON)).intent();
+        assertInstanceOf(Claim.InFlight.class, claims.claim(intent, HORIZON), "a live lease answers in flight");
 
         expireLease(original.id());
-        ClaimedIntent successor = assertInstanceOf(Claim.TakenOver.class, store.claim(intent, HORIZON)).intent();
+        ClaimedIntent successor = assertInstanceOf(Claim.TakenOver.class, claims.claim(intent, HORIZON)).intent();
         assertEquals(original.leaseGeneration() + 1, successor.leaseGeneration());
         assertEquals(original.stripeAttempt(), successor.stripeAttempt(), "a takeover never changes the Stripe key");
 
-        assertFalse(store.finish(original, IntentStatus.COMPLETED, new StoredAnswer(201, "{\"stale\":true}"), "pi_stale"),
+        assertFalse(finishes.finish(original, IntentStatus.COMPLETED, new StoredAnswer(201, "{\"stale\":true}"), "pi_stale"),
                 "the stale holder's finish changes nothing");
-        assertTrue(store.nextStripeAttempt(original, HORIZON).isEmpty(), "nor can it move the Stripe attempt");
-        assertTrue(store.finish(successor, IntentStatus.COMPLETED, new StoredAnswer(201, "{\"winner\":true}"), "pi_w"));
-        assertFalse(store.finish(successor, IntentStatus.FAILED, new StoredAnswer(402, "{}"), null), "final is final");
-        assertEquals("{\"winner\":true}", store.answerOf(Operation.CHARGE, original.clientId(), original.id()).orElseThrow().body());
-        Claim replay = store.claim(intent, HORIZON);
+        assertTrue(claims.nextStripeAttempt(original, HORIZON).isEmpty(), "nor can it move the Stripe attempt");
+        assertTrue(finishes.finish(successor, IntentStatus.COMPLETED, new StoredAnswer(201, "{\"winner\":true}"), "pi_w"));
+        assertFalse(finishes.finish(successor, IntentStatus.FAILED, new StoredAnswer(402, "{}"), null), "final is final");
+        assertEquals("{\"winner\":true}", finishes.answerOf(Operation.CHARGE, original.clientId(), original.id()).orElseThrow().body());
+        Claim replay = claims.claim(intent, HORIZON);
         assertEquals(new StoredAnswer(201, "{\"winner\":true}"), assertInstanceOf(Claim.Replay.class, replay).answer());
-        assertInstanceOf(Claim.Mismatch.class, store.claim(new NewIntent(Operation.CHARGE, "chg_other", client, key, Fingerprint.of("POST", "/v1/charges", "other"),
+        assertInstanceOf(Claim.Mismatch.class, claims.claim(new NewIntent(Operation.CHARGE, "chg_other", client, key, Fingerprint.of("POST", "/v1/charges", "other"),
                 "{}", 1, "usd"), HORIZON));
     }
 
@@ -218,32 +222,32 @@ class TakeoverFencingTest {
     void aHolderThatLostItsLeaseCannotReleaseOrParkTheRow() throws Exception {
         String client = "fencing-" + UUID.randomUUID();
         NewIntent intent = newIntent(client, "k");
-        ClaimedIntent original = assertInstanceOf(Claim.Fresh.class, store.claim(intent, HORIZON)).intent();
+        ClaimedIntent original = assertInstanceOf(Claim.Fresh.class, claims.claim(intent, HORIZON)).intent();
         expireLease(original.id());
-        ClaimedIntent successor = assertInstanceOf(Claim.TakenOver.class, store.claim(intent, HORIZON)).intent();
+        ClaimedIntent successor = assertInstanceOf(Claim.TakenOver.class, claims.claim(intent, HORIZON)).intent();
         RowState held = rowState(primary, original.id());
         assertTrue(held.leaseLive(), "the successor holds a live lease");
 
-        assertFalse(store.release(original, serverError()), "the stale holder's release is refused");
+        assertFalse(claims.release(original, serverError()), "the stale holder's release is refused");
         assertEquals(held, rowState(primary, original.id()), "the stale holder's release changes nothing");
-        assertInstanceOf(Claim.InFlight.class, store.claim(intent, HORIZON), "the successor still holds the key");
+        assertInstanceOf(Claim.InFlight.class, claims.claim(intent, HORIZON), "the successor still holds the key");
 
-        assertFalse(store.markForReconciliation(original, "test"), "the stale holder cannot park the row");
+        assertFalse(claims.markForReconciliation(original, "test"), "the stale holder cannot park the row");
         assertEquals(held, rowState(primary, original.id()), "its attempt to park changes nothing");
-        assertInstanceOf(Claim.InFlight.class, store.claim(intent, HORIZON), "the successor still holds the key");
+        assertInstanceOf(Claim.InFlight.class, claims.claim(intent, HORIZON), "the successor still holds the key");
 
         // The holder of the lease can do both: the statements are fenced, not inert.
-        assertTrue(store.release(successor, serverError()));
+        assertTrue(claims.release(successor, serverError()));
         RowState released = rowState(primary, original.id());
         assertFalse(released.leaseLive(), "the holder's release gives the lease up at once");
         assertEquals(ClaimedIntent.SERVER_ERROR, released.lastStripeError());
-        ClaimedIntent third = assertInstanceOf(Claim.TakenOver.class, store.claim(intent, HORIZON)).intent();
+        ClaimedIntent third = assertInstanceOf(Claim.TakenOver.class, claims.claim(intent, HORIZON)).intent();
         assertTrue(third.keyAnsweredServerError(), "the next driver learns Stripe answered 5xx for the key");
         assertFalse(third.keyNeverSent(), "and that the key was sent (the released holder reported its send)");
-        assertTrue(store.markForReconciliation(third, "test"), "the holder can park the row");
+        assertTrue(claims.markForReconciliation(third, "test"), "the holder can park the row");
         assertTrue(rowState(primary, original.id()).needsReconciliation());
-        assertInstanceOf(Claim.UnderReconciliation.class, store.claim(intent, HORIZON));
-        assertFalse(store.markForReconciliation(successor, "test"), "a stale holder cannot park it again either");
+        assertInstanceOf(Claim.UnderReconciliation.class, claims.claim(intent, HORIZON));
+        assertFalse(claims.markForReconciliation(successor, "test"), "a stale holder cannot park it again either");
     }
 
     /** A holder that sent the key a moment ago and got Stripe's 5xx. */
