@@ -577,7 +577,7 @@ pred Recover[r: Row] {
   let h = firstIdle | takeOverAndDrive[h, r] and h not in HClient'
 }
 
----- what a holder does with a try's reply (OperationDriver.send / settle / StripeGateway.call classification)
+---- what a holder does with a try's reply (OperationDriver.send / settle / StripeOutcomes.ofFailure classification)
 
 -- the reply is read: the request is done with for its holder
 pred consumed[q: Req] {

@@ -2,7 +2,6 @@ package dev.chargeonce.kafka;
 
 import dev.chargeonce.idempotency.ConsumedOffsets;
 import dev.chargeonce.idempotency.IdempotencyConfig;
-import dev.chargeonce.idempotency.IdempotencyKey;
 import dev.chargeonce.recovery.RecoveryConfig;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
@@ -13,25 +12,14 @@ import jakarta.interceptor.Interceptor;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
-import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.jboss.logging.Logger;
 
@@ -47,6 +35,10 @@ import org.jboss.logging.Logger;
  * was handled is committed, what was not is the next owner's. A record that could not be claimed now (database down,
  * shutting down) stops its partition there; the partition is sought back to it and paused for
  * {@code chargeonce.kafka.retry-backoff}, and the other partitions go on.
+ *
+ * <p>This class starts and stops the ingress, runs the poll loop and follows rebalances and the commands topic's
+ * settings; {@link CommandBatches} handles and commits the records of a poll, and {@link AssignedPartitions} keeps
+ * what the consumer knows of its partitions (their offsets in the database, their pauses).
  */
 @ApplicationScoped
 public class CommandConsumer {
@@ -55,30 +47,16 @@ public class CommandConsumer {
 
     private final KafkaConfig config;
     private final RecoveryConfig recovery;
-    private final CommandHandler handler;
-    private final DeadLetters deadLetters;
     private final KafkaMetrics metrics;
     private final ResultRelay relay;
     private final KafkaProducers producers;
+    private final ConsumedOffsets offsets;
+    private final IdempotencyConfig keys;
+    private final CommandBatches batches;
     private volatile boolean running;
     private Thread thread;
-    private final Map<TopicPartition, Long> pausedUntil = new HashMap<>();
-    private final ConsumedOffsets offsets;
-    /** Per assigned partition, the offset this consumer last stored in the database or found there (poll thread). */
-    private final Map<TopicPartition, Long> storedNext = new HashMap<>();
-    /** Assigned partitions not compared with the database yet (it could not be read): paused until they are. */
-    private final Set<TopicPartition> unverified = new HashSet<>();
-    private long nextVerifyAttempt;
     /** Whether the commands topic is refused ({@link #checkTopic}): its partitions stay paused. */
     private volatile boolean topicRefused = true;
-    private final IdempotencyConfig keys;
-
-    /**
-     * The metadata of every offset this consumer commits to Kafka: the offset is in the database too. A committed
-     * offset without it was committed by something else (a release before V1.12.0, an operator's
-     * {@code kafka-consumer-groups --reset-offsets}): Kafka's offset is then the truth, and the database's is stale.
-     */
-    static final String STORED_IN_DATABASE = "chargeonce:stored-in-database";
 
     CommandConsumer(KafkaConfig config, RecoveryConfig recovery, CommandHandler handler, DeadLetters deadLetters,
                     KafkaMetrics metrics, ResultRelay relay, KafkaProducers producers, ConsumedOffsets offsets,
@@ -87,11 +65,10 @@ public class CommandConsumer {
         this.keys = keys;
         this.config = config;
         this.recovery = recovery;
-        this.handler = handler;
-        this.deadLetters = deadLetters;
         this.metrics = metrics;
         this.relay = relay;
         this.producers = producers;
+        this.batches = new CommandBatches(config, handler, deadLetters, metrics, () -> running);
     }
 
     void start(@Observes StartupEvent event) {
@@ -170,7 +147,7 @@ public class CommandConsumer {
      * is read again after {@code topic-check-interval} (an operator changes them), a first reading that failed after
      * {@code retry-backoff} (a broker starting, a missing ACL being granted).
      */
-    private Duration checkTopic(KafkaConsumer<byte[], byte[]> consumer) {
+    private Duration checkTopic(KafkaConsumer<byte[], byte[]> consumer, AssignedPartitions partitions) {
         Optional<String> problem;
         try {
             problem = TopicRetention.problem(config.commandsTopic(),
@@ -199,7 +176,7 @@ public class CommandConsumer {
         } else if (topicRefused) {
             topicRefused = false;
             List<TopicPartition> resumed = new ArrayList<>(consumer.assignment());
-            resumed.removeIf(partition -> pausedUntil.containsKey(partition) || unverified.contains(partition));
+            resumed.removeIf(partitions::held);
             consumer.resume(resumed);
             LOG.infof("commands topic %s drops its records before their rows are purged: consuming", config.commandsTopic());
         }
@@ -210,18 +187,14 @@ public class CommandConsumer {
         // A consumer started again owns nothing yet: what the last one knew of its partitions goes with it, and the
         // topic's settings are read again before any record is.
         topicRefused = true;
-        pausedUntil.clear();
-        storedNext.clear();
-        unverified.clear();
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(KafkaClients.consumer(config, Instances.NAME));
-             ExecutorService partitions = Executors.newVirtualThreadPerTaskExecutor()) {
+             ExecutorService workers = Executors.newVirtualThreadPerTaskExecutor()) {
+            AssignedPartitions partitions = new AssignedPartitions(consumer, config, offsets, metrics);
             consumer.subscribe(List.of(config.commandsTopic()), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
                     // Called inside poll(): every record handled so far was committed before it.
-                    pausedUntil.keySet().removeAll(revoked);
-                    storedNext.keySet().removeAll(revoked);
-                    unverified.removeAll(revoked);
+                    partitions.revoked(revoked);
                     LOG.infof("partitions revoked: %s", revoked);
                 }
 
@@ -231,25 +204,18 @@ public class CommandConsumer {
                     if (topicRefused) {
                         consumer.pause(assigned); // resumed when the topic's settings allow it (checkTopic)
                     }
-                    try {
-                        takeUp(consumer, assigned);
-                    } catch (RuntimeException e) {
-                        // Not a reason to leave the group (a rebalance of every member): the partitions wait.
-                        LOG.warnf("partitions %s not compared with the database (%s): paused until they are", assigned, e.getMessage());
-                        consumer.pause(assigned);
-                        unverified.addAll(assigned);
-                    }
+                    partitions.assigned(assigned);
                 }
             });
             long nextGauge = 0;
             long nextTopicCheck = System.nanoTime();
             while (running) {
                 if (System.nanoTime() - nextTopicCheck >= 0) {
-                    nextTopicCheck = System.nanoTime() + checkTopic(consumer).toNanos();
+                    nextTopicCheck = System.nanoTime() + checkTopic(consumer, partitions).toNanos();
                 }
                 if (!topicRefused) {
-                    takeUpUnverified(consumer);
-                    resumeDue(consumer);
+                    partitions.takeUpUnverified();
+                    partitions.resumeDue();
                 }
                 ConsumerRecords<byte[], byte[]> records;
                 try {
@@ -258,284 +224,14 @@ public class CommandConsumer {
                     continue;
                 }
                 if (!records.isEmpty()) {
-                    handleAndCommit(consumer, records, partitions);
+                    batches.handleAndCommit(consumer, partitions, records, workers);
                 }
                 if (System.nanoTime() - nextGauge > 0) {
-                    verifyStoredOffsets(consumer);
+                    partitions.verifyStoredOffsets();
                     measureLag(consumer);
                     nextGauge = System.nanoTime() + config.gaugeInterval().toNanos();
                 }
             }
-        }
-    }
-
-    /** Where a partition's records stopped: the offset to commit (the next to handle), and for how long to pause. */
-    private record Stop(TopicPartition partition, long first, long next, Duration pause, Set<IdempotencyKey> rowKeys) {
-    }
-
-    private void handleAndCommit(KafkaConsumer<byte[], byte[]> consumer, ConsumerRecords<byte[], byte[]> records,
-                                 ExecutorService partitions) {
-        // Start no record after half of max.poll.interval: the rest is handed back to the next poll (or owner).
-        long deadline = System.nanoTime() + config.maxPollInterval().toNanos() / 2;
-        List<Future<Stop>> work = new ArrayList<>();
-        for (TopicPartition partition : records.partitions()) {
-            List<ConsumerRecord<byte[], byte[]>> batch = records.records(partition);
-            work.add(partitions.submit(() -> handlePartition(partition, batch, deadline)));
-        }
-        Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
-        List<Stop> stops = new ArrayList<>();
-        for (Future<Stop> future : work) {
-            Stop stop;
-            try {
-                stop = future.get();
-            } catch (Exception e) {
-                throw new IllegalStateException("a partition's records could not be handled", e);
-            }
-            stops.add(stop);
-            if (stop.next() > stop.first()) {
-                commits.put(stop.partition(), new OffsetAndMetadata(stop.next(), STORED_IN_DATABASE));
-            }
-        }
-        if (!commits.isEmpty() && !config.offsetCommitDelay().isZero()) {
-            LOG.infof("holding the offset commit %s (chargeonce.kafka.offset-commit-delay): %s", config.offsetCommitDelay(), commits);
-            sleep(config.offsetCommitDelay().toMillis());
-        }
-        Set<TopicPartition> sought = storeOffsets(consumer, commits, stops);
-        if (!commits.isEmpty()) {
-            try {
-                consumer.commitSync(commits);
-                LOG.debugf("offsets committed: %s", commits);
-            } catch (CommitFailedException | RebalanceInProgressException e) {
-                // Rebalanced meanwhile: the next owner reads these records again and finds their rows.
-                LOG.warnf("offsets not committed (%s); the partitions' next owner gets the records again", e.getMessage());
-            }
-        }
-        for (Stop stop : stops) {
-            TopicPartition partition = stop.partition();
-            long last = records.records(partition).getLast().offset();
-            if (!sought.contains(partition) && stop.next() <= last && consumer.assignment().contains(partition)) {
-                consumer.seek(partition, stop.next());
-                if (stop.pause() != null) {
-                    consumer.pause(List.of(partition));
-                    pausedUntil.put(partition, System.nanoTime() + stop.pause().toNanos());
-                }
-            }
-        }
-    }
-
-    /**
-     * Takes up assigned partitions: where Kafka's committed offset is one this consumer stored in the database too
-     * and the database's is behind it, the database lost the rows of the records between (a failover to a standby
-     * that missed them, a restore), and they are read again from there. Throws when the database cannot say.
-     */
-    private void takeUp(KafkaConsumer<byte[], byte[]> consumer, Collection<TopicPartition> assigned) {
-        if (assigned.isEmpty()) {
-            return;
-        }
-        Map<Integer, Long> stored = offsets.stored(config.groupId(), config.commandsTopic());
-        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(assigned));
-        for (TopicPartition partition : assigned) {
-            OffsetAndMetadata kafka = committed.get(partition);
-            Long databaseNext = stored.get(partition.partition());
-            OptionalLong from = readAgainFrom(databaseNext, kafka, () -> beginning(consumer, partition));
-            if (from.isPresent()) {
-                LOG.warnf("partition %s: the database's offset %d is behind Kafka's %d (commits lost by a failover or a"
-                        + " restore): reading the records from %d again", partition, databaseNext, kafka.offset(), from.getAsLong());
-                consumer.seek(partition, from.getAsLong());
-                metrics.rewound();
-            }
-            boolean databaseCurrent = kafka == null || STORED_IN_DATABASE.equals(kafka.metadata());
-            if (databaseNext != null && databaseCurrent) {
-                storedNext.put(partition, databaseNext);
-            } else {
-                storedNext.remove(partition); // none, or stale: the next store writes over it
-            }
-        }
-    }
-
-    /**
-     * Where to read a partition again from when it is taken up; empty: from Kafka's committed offset. Only an offset
-     * this consumer committed (its metadata says it is in the database too) is compared: one committed by anything
-     * else is newer than the database's by design, and reading from the database's would undo it.
-     */
-    static OptionalLong readAgainFrom(Long databaseNext, OffsetAndMetadata committed, java.util.function.LongSupplier beginning) {
-        if (committed == null || !STORED_IN_DATABASE.equals(committed.metadata())) {
-            return OptionalLong.empty();
-        }
-        if (databaseNext == null) {
-            // This consumer stored offsets for the partition and the database has none: it lost them all (a restore
-            // to before the first), and with them the rows of any record: all of them are read again.
-            return OptionalLong.of(beginning.getAsLong());
-        }
-        return databaseNext < committed.offset() ? OptionalLong.of(databaseNext) : OptionalLong.empty();
-    }
-
-    /** The first offset the partition still has. */
-    private static long beginning(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition) {
-        return consumer.beginningOffsets(List.of(partition)).getOrDefault(partition, 0L);
-    }
-
-    /** Retries the comparison of partitions the database could not be read for, and resumes them once compared. */
-    private void takeUpUnverified(KafkaConsumer<byte[], byte[]> consumer) {
-        if (unverified.isEmpty() || System.nanoTime() - nextVerifyAttempt < 0) {
-            return;
-        }
-        List<TopicPartition> waiting = new ArrayList<>(unverified);
-        waiting.retainAll(consumer.assignment());
-        try {
-            takeUp(consumer, waiting);
-        } catch (RuntimeException e) {
-            nextVerifyAttempt = System.nanoTime() + config.retryBackoff().toNanos();
-            return;
-        }
-        unverified.clear();
-        waiting.removeIf(pausedUntil::containsKey);
-        consumer.resume(waiting);
-        LOG.infof("partitions %s compared with the database: resumed", waiting);
-    }
-
-    /**
-     * Stores the offsets about to be committed in the database first, in a statement that also checks that the
-     * rows of the records they acknowledge are there: a partition whose database offset fell behind what this
-     * consumer stored there, or whose records' rows are missing (lost after the last store: a failover under the
-     * batch), is read again from the database's offset instead; one whose offset could not be stored is read again
-     * from its batch's first record (the claims find the rows).
-     * Those are taken out of {@code commits}; returns the partitions sought here.
-     */
-    private Set<TopicPartition> storeOffsets(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, OffsetAndMetadata> commits,
-                                             List<Stop> stops) {
-        Set<TopicPartition> sought = new HashSet<>();
-        for (Iterator<Map.Entry<TopicPartition, OffsetAndMetadata>> it = commits.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<TopicPartition, OffsetAndMetadata> commit = it.next();
-            TopicPartition partition = commit.getKey();
-            long next = commit.getValue().offset();
-            Stop stop = stops.stream().filter(s -> s.partition().equals(partition)).findFirst().orElseThrow();
-            try {
-                ConsumedOffsets.Advance advance = offsets.advance(config.groupId(), partition.topic(), partition.partition(),
-                        storedNext.get(partition), next, config.clientId(), stop.rowKeys());
-                if (advance.stored()) {
-                    storedNext.put(partition, next);
-                    continue;
-                }
-                // From the database's offset, and never past this batch's first record (whose rows are missing).
-                OptionalLong before = advance.before();
-                rewind(consumer, partition, before.isPresent() && before.getAsLong() > stop.first() ? OptionalLong.of(stop.first()) : before);
-            } catch (RuntimeException e) {
-                long first = stop.first();
-                LOG.warnf("offset of %s not stored (%s): its records from %d are read again in %s", partition, e.getMessage(),
-                        first, config.retryBackoff());
-                consumer.seek(partition, first);
-                consumer.pause(List.of(partition));
-                pausedUntil.put(partition, System.nanoTime() + config.retryBackoff().toNanos());
-            }
-            it.remove();
-            sought.add(partition);
-        }
-        return sought;
-    }
-
-    /**
-     * Between batches: a database that lost commits while this consumer kept its partitions (a failover without a
-     * rebalance) shows offsets behind the ones stored here; those partitions are read again from there.
-     */
-    private void verifyStoredOffsets(KafkaConsumer<byte[], byte[]> consumer) {
-        if (storedNext.isEmpty()) {
-            return;
-        }
-        Map<Integer, Long> stored;
-        try {
-            stored = offsets.stored(config.groupId(), config.commandsTopic());
-        } catch (RuntimeException e) {
-            return; // the database is down: the next look compares
-        }
-        for (TopicPartition partition : consumer.assignment()) {
-            Long mine = storedNext.get(partition);
-            Long database = stored.get(partition.partition());
-            if (mine != null && (database == null || database < mine)) {
-                rewind(consumer, partition, database == null ? OptionalLong.empty() : OptionalLong.of(database));
-            }
-        }
-    }
-
-    /**
-     * Reads a partition again from the database's offset; when it has none, it lost every offset stored for the
-     * partition (by any owner): from the partition's beginning.
-     */
-    private void rewind(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition, OptionalLong databaseNext) {
-        long from = databaseNext.isPresent() ? databaseNext.getAsLong() : beginning(consumer, partition);
-        LOG.warnf("partition %s: the database's offset is behind what this consumer stored there (%s; commits lost by a"
-                + " failover or a restore): reading the records from %d again", partition, storedNext.get(partition), from);
-        consumer.seek(partition, from);
-        if (databaseNext.isPresent()) {
-            storedNext.put(partition, from);
-        } else {
-            storedNext.remove(partition);
-        }
-        metrics.rewound();
-    }
-
-    private Stop handlePartition(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> batch, long deadline) {
-        long first = batch.getFirst().offset();
-        long next = first;
-        Set<IdempotencyKey> rows = new HashSet<>(); // the keys of the rows the acknowledged records have: checked when their offset is stored
-        for (ConsumerRecord<byte[], byte[]> record : batch) {
-            if (!running || System.nanoTime() - deadline > 0) {
-                return new Stop(partition, first, next, null, rows);
-            }
-            CommandHandler.Decision decision;
-            try {
-                decision = handler.handle(new CommandHandler.Command(record.topic(), record.partition(), record.offset(),
-                        record.key(), record.value()));
-            } catch (RuntimeException e) {
-                LOG.errorf(e, "command at %s-%d@%d failed; tried again in %s", record.topic(), record.partition(),
-                        record.offset(), config.retryBackoff());
-                decision = new CommandHandler.Decision.Retry("error", config.retryBackoff());
-            }
-            switch (decision) {
-                case CommandHandler.Decision.Ack ack -> {
-                    metrics.record(ack.result());
-                    rows.add(handler.rowKey(record.key()));
-                }
-                case CommandHandler.Decision.DeadLetter letter -> {
-                    try {
-                        deadLetters.send(record, letter.reason());
-                    } catch (Exception e) {
-                        LOG.warnf("dead letter for %s-%d@%d not sent (%s); tried again", record.topic(), record.partition(),
-                                record.offset(), e.getMessage());
-                        metrics.record("retried");
-                        return new Stop(partition, first, next, config.retryBackoff(), rows);
-                    }
-                    LOG.warnf("poison record %s-%d@%d sent to %s: %s", record.topic(), record.partition(), record.offset(),
-                            config.deadLetterTopic(), letter.reason());
-                    metrics.record("dead_lettered");
-                }
-                case CommandHandler.Decision.Retry retry -> {
-                    LOG.infof("command at %s-%d@%d not claimable now (%s); tried again in %s", record.topic(),
-                            record.partition(), record.offset(), retry.reason(), retry.after());
-                    metrics.record("retried");
-                    return new Stop(partition, first, next, retry.after(), rows);
-                }
-            }
-            next = record.offset() + 1;
-        }
-        return new Stop(partition, first, next, null, rows);
-    }
-
-    private void resumeDue(KafkaConsumer<byte[], byte[]> consumer) {
-        if (pausedUntil.isEmpty()) {
-            return;
-        }
-        long now = System.nanoTime();
-        List<TopicPartition> due = new ArrayList<>();
-        pausedUntil.forEach((partition, until) -> {
-            if (now - until >= 0) {
-                due.add(partition);
-            }
-        });
-        due.forEach(pausedUntil::remove);
-        due.retainAll(consumer.assignment());
-        if (!due.isEmpty()) {
-            consumer.resume(due);
         }
     }
 
@@ -547,7 +243,7 @@ public class CommandConsumer {
         metrics.lag(lag);
     }
 
-    private static void sleep(long millis) {
+    static void sleep(long millis) {
         try {
             Thread.sleep(millis);
         } catch (InterruptedException e) {

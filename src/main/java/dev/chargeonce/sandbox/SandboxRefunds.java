@@ -1,6 +1,6 @@
 package dev.chargeonce.sandbox;
 
-import dev.chargeonce.sandbox.StripeSandbox.Response;
+import dev.chargeonce.sandbox.SandboxHttp.Response;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -26,22 +26,28 @@ public final class SandboxRefunds {
                          String failureReason) {
     }
 
-    private final StripeSandbox sandbox;
+    private final SandboxPaymentIntents intents;
+    private final SandboxIdempotency answers;
+    private final SandboxFaults faults;
+    private final SandboxWebhooks webhooks;
     private final Map<String, Refund> byId = new ConcurrentHashMap<>();
     private final List<Refund> ledger = java.util.Collections.synchronizedList(new ArrayList<>());
     private final java.util.concurrent.atomic.AtomicInteger createRequests = new java.util.concurrent.atomic.AtomicInteger();
 
-    SandboxRefunds(StripeSandbox sandbox) {
-        this.sandbox = sandbox;
+    SandboxRefunds(SandboxPaymentIntents intents, SandboxIdempotency answers, SandboxFaults faults, SandboxWebhooks webhooks) {
+        this.intents = intents;
+        this.answers = answers;
+        this.faults = faults;
+        this.webhooks = webhooks;
     }
 
     Response handle(String method, String path, Map<String, String> query, Map<String, String> form, String idempotencyKey) {
         if (method.equals("POST") && path.equals("/v1/refunds")) {
             createRequests.incrementAndGet();
-            return sandbox.idempotent("/v1/refunds", idempotencyKey, form, this::create);
+            return answers.idempotent("/v1/refunds", idempotencyKey, form, this::create);
         }
         if (method.equals("GET") && path.equals("/v1/refunds")) {
-            Response limited = sandbox.listRateLimited();
+            Response limited = faults.listRateLimited();
             return limited != null ? limited : Response.json(200, list(query));
         }
         if (method.equals("POST") && path.endsWith("/cancel")) {
@@ -51,31 +57,31 @@ public final class SandboxRefunds {
             Refund refund = byId.get(path.substring("/v1/refunds/".length()));
             return refund == null ? missing() : Response.json(200, toJson(refund));
         }
-        return Response.json(404, StripeSandbox.error("invalid_request_error", null, "Unrecognized request URL (" + method + ": " + path + ")", null));
+        return Response.json(404, SandboxJson.error("invalid_request_error", null, "Unrecognized request URL (" + method + ": " + path + ")", null));
     }
 
     /** Serialized: two refunds of one PaymentIntent must see each other's amounts, as at Stripe. */
     private synchronized Response create(String idempotencyKey, Map<String, String> params, String planned) {
-        if (planned.equals("fail_before") || (planned.isEmpty() && sandbox.consumeFailBefore())) {
-            return Response.json(500, StripeSandbox.error("api_error", null, "An unknown error occurred (sandbox: before refunding).", null));
+        if (planned.equals("fail_before") || (planned.isEmpty() && faults.consumeFailBefore())) {
+            return Response.json(500, SandboxJson.error("api_error", null, "An unknown error occurred (sandbox: before refunding).", null));
         }
-        StripeSandbox.PaymentIntent pi = sandbox.paymentIntent(params.getOrDefault("payment_intent", ""));
+        StripeSandbox.PaymentIntent pi = intents.get(params.getOrDefault("payment_intent", ""));
         if (pi == null) {
-            return Response.json(400, StripeSandbox.error("invalid_request_error", "resource_missing",
+            return Response.json(400, SandboxJson.error("invalid_request_error", "resource_missing",
                     "No such payment_intent: '" + params.get("payment_intent") + "'", "payment_intent"));
         }
         if (!pi.charged()) {
-            return Response.json(400, StripeSandbox.error("invalid_request_error", "charge_not_refundable",
+            return Response.json(400, SandboxJson.error("invalid_request_error", "charge_not_refundable",
                     "This PaymentIntent has no successful charge to refund.", "payment_intent"));
         }
         long left = pi.amount() - refunded(pi.id());
         if (left <= 0) {
-            return Response.json(400, StripeSandbox.error("invalid_request_error", "charge_already_refunded",
+            return Response.json(400, SandboxJson.error("invalid_request_error", "charge_already_refunded",
                     "Charge has already been refunded.", null));
         }
         long amount = params.containsKey("amount") ? Long.parseLong(params.get("amount")) : left;
         if (amount < 1 || amount > left) {
-            return Response.json(400, StripeSandbox.error("invalid_request_error", "amount_too_large",
+            return Response.json(400, SandboxJson.error("invalid_request_error", "amount_too_large",
                     "Refund amount (" + amount + ") is greater than unrefunded amount on charge (" + left + ").", "amount"));
         }
         Map<String, String> metadata = new TreeMap<>();
@@ -85,13 +91,13 @@ public final class SandboxRefunds {
             }
         });
         String status = "pm_sandbox_processing".equals(pi.paymentMethod()) ? "pending" : "succeeded";
-        Refund refund = new Refund("re_" + sandbox.randomId(24), pi.id(), amount, pi.currency(), status, params.get("reason"),
+        Refund refund = new Refund("re_" + SandboxJson.randomId(24), pi.id(), amount, pi.currency(), status, params.get("reason"),
                 Map.copyOf(metadata), System.currentTimeMillis() / 1000, System.nanoTime(), idempotencyKey, null);
         byId.put(refund.id(), refund);
         ledger.add(refund);
-        sandbox.webhooks().emit("refund.created", toJson(refund));
-        if (planned.equals("fail_after") || (planned.isEmpty() && sandbox.consumeFailAfter())) {
-            return Response.json(500, StripeSandbox.error("api_error", null, "An unknown error occurred (sandbox: after refunding).", null));
+        webhooks.emit("refund.created", toJson(refund));
+        if (planned.equals("fail_after") || (planned.isEmpty() && faults.consumeFailAfter())) {
+            return Response.json(500, SandboxJson.error("api_error", null, "An unknown error occurred (sandbox: after refunding).", null));
         }
         return Response.json(200, toJson(refund));
     }
@@ -111,7 +117,7 @@ public final class SandboxRefunds {
             return missing();
         }
         if (!"requires_action".equals(refund.status())) {
-            return Response.json(400, StripeSandbox.error("invalid_request_error", "refund_unexpected_state",
+            return Response.json(400, SandboxJson.error("invalid_request_error", "refund_unexpected_state",
                     "Only a refund with status requires_action can be canceled.", null));
         }
         return Response.json(200, toJson(change(id, "canceled", null)));
@@ -130,7 +136,7 @@ public final class SandboxRefunds {
         Refund after = new Refund(before.id(), before.paymentIntentId(), before.amount(), before.currency(), status, before.reason(),
                 before.metadata(), before.created(), before.createdNanos(), before.idempotencyKey(), failureReason);
         byId.put(id, after);
-        sandbox.webhooks().emit("failed".equals(status) ? "refund.failed" : "refund.updated", toJson(after));
+        webhooks.emit("failed".equals(status) ? "refund.failed" : "refund.updated", toJson(after));
         return after;
     }
 
@@ -148,7 +154,7 @@ public final class SandboxRefunds {
         for (int i = 0; i < all.size(); i++) {
             String refund = toJson(all.get(i));
             json.append(i == 0 ? "" : ",").append(refund, 0, refund.length() - 1)
-                    .append(",\"sandbox_idempotency_key\":").append(StripeSandbox.quote(all.get(i).idempotencyKey())).append('}');
+                    .append(",\"sandbox_idempotency_key\":").append(SandboxJson.quote(all.get(i).idempotencyKey())).append('}');
         }
         return Response.json(200, json.append("]}").toString());
     }
@@ -206,24 +212,24 @@ public final class SandboxRefunds {
     }
 
     private static Response missing() {
-        return Response.json(404, StripeSandbox.error("invalid_request_error", "resource_missing", "No such refund", "refund"));
+        return Response.json(404, SandboxJson.error("invalid_request_error", "resource_missing", "No such refund", "refund"));
     }
 
     static String toJson(Refund refund) {
         StringBuilder json = new StringBuilder(256)
-                .append("{\"id\":").append(StripeSandbox.quote(refund.id()))
+                .append("{\"id\":").append(SandboxJson.quote(refund.id()))
                 .append(",\"object\":\"refund\"")
                 .append(",\"amount\":").append(refund.amount())
-                .append(",\"currency\":").append(StripeSandbox.quote(refund.currency()))
-                .append(",\"payment_intent\":").append(StripeSandbox.quote(refund.paymentIntentId()))
-                .append(",\"status\":").append(StripeSandbox.quote(refund.status()))
-                .append(",\"reason\":").append(StripeSandbox.quote(refund.reason()))
-                .append(",\"failure_reason\":").append(StripeSandbox.quote(refund.failureReason()))
+                .append(",\"currency\":").append(SandboxJson.quote(refund.currency()))
+                .append(",\"payment_intent\":").append(SandboxJson.quote(refund.paymentIntentId()))
+                .append(",\"status\":").append(SandboxJson.quote(refund.status()))
+                .append(",\"reason\":").append(SandboxJson.quote(refund.reason()))
+                .append(",\"failure_reason\":").append(SandboxJson.quote(refund.failureReason()))
                 .append(",\"created\":").append(refund.created())
                 .append(",\"metadata\":{");
         int i = 0;
         for (Map.Entry<String, String> e : new LinkedHashMap<>(new TreeMap<>(refund.metadata())).entrySet()) {
-            json.append(i++ == 0 ? "" : ",").append(StripeSandbox.quote(e.getKey())).append(':').append(StripeSandbox.quote(e.getValue()));
+            json.append(i++ == 0 ? "" : ",").append(SandboxJson.quote(e.getKey())).append(':').append(SandboxJson.quote(e.getValue()));
         }
         return json.append("}}").toString();
     }

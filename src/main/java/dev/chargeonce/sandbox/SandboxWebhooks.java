@@ -216,7 +216,7 @@ public final class SandboxWebhooks implements AutoCloseable {
 
     String stats() {
         return "{\"events\":" + all().size() + ",\"delivered\":" + delivered.get() + ",\"failed_deliveries\":"
-                + failedDeliveries.get() + ",\"url\":" + StripeSandbox.quote(url) + ",\"lose\":" + lose + "}";
+                + failedDeliveries.get() + ",\"url\":" + SandboxJson.quote(url) + ",\"lose\":" + lose + "}";
     }
 
     private String randomId(int length) {

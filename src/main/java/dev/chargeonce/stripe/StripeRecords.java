@@ -1,0 +1,153 @@
+package dev.chargeonce.stripe;
+
+import com.stripe.exception.InvalidRequestException;
+import com.stripe.exception.RateLimitException;
+import com.stripe.exception.StripeException;
+import com.stripe.model.Event;
+import com.stripe.model.PaymentIntent;
+import com.stripe.model.Refund;
+import com.stripe.model.StripeCollection;
+import com.stripe.param.EventListParams;
+import com.stripe.param.PaymentIntentListParams;
+import com.stripe.param.RefundListParams;
+import dev.chargeonce.stripe.StripeGateway.EventPage;
+import dev.chargeonce.stripe.StripeGateway.LookupFailedException;
+import dev.chargeonce.stripe.StripeGateway.RateLimitedException;
+import dev.chargeonce.stripe.StripeGateway.RecordPage;
+import dev.chargeonce.stripe.StripeGateway.StripeRecord;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Stripe's records as reconciliation and the events' catch-up read them: PaymentIntents and refunds page by page or
+ * by id, each as a {@link StripeRecord}; events page by page, as their JSON.
+ */
+final class StripeRecords {
+
+    private final StripeClients clients;
+
+    StripeRecords(StripeClients clients) {
+        this.clients = clients;
+    }
+
+    /** See {@link StripeGateway#listPaymentIntents}. */
+    RecordPage listPaymentIntents(Instant from, Instant to, String startingAfter) {
+        return page("PaymentIntents", () -> {
+            PaymentIntentListParams.Builder params = PaymentIntentListParams.builder()
+                    .setCreated(PaymentIntentListParams.Created.builder().setGte(from.getEpochSecond()).setLte(to.getEpochSecond()).build())
+                    .setLimit(100L);
+            if (startingAfter != null) {
+                params.setStartingAfter(startingAfter);
+            }
+            StripeCollection<PaymentIntent> list = clients.client().v1().paymentIntents().list(params.build());
+            List<PaymentIntent> data = list.getData() == null ? List.of() : list.getData();
+            return new RecordPage(data.stream().map(StripeRecords::record).toList(),
+                    data.isEmpty() ? startingAfter : data.get(data.size() - 1).getId(), Boolean.TRUE.equals(list.getHasMore()));
+        });
+    }
+
+    /** See {@link StripeGateway#listRefunds}. */
+    RecordPage listRefunds(Instant from, Instant to, String paymentIntentId, String startingAfter) {
+        return page("refunds", () -> {
+            RefundListParams.Builder params = RefundListParams.builder()
+                    .setCreated(RefundListParams.Created.builder().setGte(from.getEpochSecond()).setLte(to.getEpochSecond()).build())
+                    .setLimit(100L);
+            if (paymentIntentId != null) {
+                params.setPaymentIntent(paymentIntentId);
+            }
+            if (startingAfter != null) {
+                params.setStartingAfter(startingAfter);
+            }
+            StripeCollection<Refund> list = clients.client().v1().refunds().list(params.build());
+            List<Refund> data = list.getData() == null ? List.of() : list.getData();
+            return new RecordPage(data.stream().map(StripeRecords::record).toList(),
+                    data.isEmpty() ? startingAfter : data.get(data.size() - 1).getId(), Boolean.TRUE.equals(list.getHasMore()));
+        });
+    }
+
+    /** See {@link StripeGateway#paymentIntentRecord}. */
+    Optional<StripeRecord> paymentIntentRecord(String id) {
+        return retrieved("PaymentIntent " + id, () -> record(clients.client().v1().paymentIntents().retrieve(id)));
+    }
+
+    /** See {@link StripeGateway#refundRecord}. */
+    Optional<StripeRecord> refundRecord(String id) {
+        return retrieved("refund " + id, () -> record(clients.client().v1().refunds().retrieve(id)));
+    }
+
+    /** See {@link StripeGateway#listEvents}. */
+    EventPage listEvents(Collection<String> types, Instant since, String startingAfter) {
+        if (types.isEmpty() || types.size() > 20) {
+            throw new IllegalArgumentException("Stripe lists 1 to 20 event types at once, not " + types.size());
+        }
+        try {
+            EventListParams.Builder params = EventListParams.builder()
+                    .setCreated(EventListParams.Created.builder().setGte(since.getEpochSecond()).build())
+                    .addAllType(List.copyOf(types))
+                    .setLimit(100L);
+            if (startingAfter != null) {
+                params.setStartingAfter(startingAfter);
+            }
+            StripeCollection<Event> page = clients.client().v1().events().list(params.build());
+            List<String> json = new ArrayList<>();
+            List<String> ids = new ArrayList<>();
+            for (Event event : page.getData()) {
+                json.add(event.toJson());
+                ids.add(event.getId());
+            }
+            return new EventPage(json, ids, Boolean.TRUE.equals(page.getHasMore()));
+        } catch (StripeException e) {
+            throw new LookupFailedException("listing events failed: " + e.getMessage(), e);
+        }
+    }
+
+    @FunctionalInterface
+    private interface Read<T> {
+        T read() throws StripeException;
+    }
+
+    private static RecordPage page(String what, Read<RecordPage> read) {
+        try {
+            return read.read();
+        } catch (RateLimitException e) {
+            throw new RateLimitedException("Stripe rate-limited the list of " + what, e);
+        } catch (StripeException e) {
+            throw new LookupFailedException("listing " + what + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    private static Optional<StripeRecord> retrieved(String what, Read<StripeRecord> read) {
+        try {
+            return Optional.of(read.read());
+        } catch (InvalidRequestException e) {
+            if (e.getStatusCode() != null && e.getStatusCode() == 404) {
+                return Optional.empty();
+            }
+            throw new LookupFailedException("retrieving " + what + " failed: " + e.getMessage(), e);
+        } catch (RateLimitException e) {
+            throw new RateLimitedException("Stripe rate-limited retrieving " + what, e);
+        } catch (StripeException e) {
+            throw new LookupFailedException("retrieving " + what + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    private static StripeRecord record(PaymentIntent pi) {
+        Map<String, String> md = pi.getMetadata() == null ? Map.of() : pi.getMetadata();
+        return new StripeRecord(false, pi.getId(), md.get(PaymentOrder.KEY), md.get(PaymentOrder.LEGACY_CHARGE_ID), md.get(PaymentOrder.CLIENT_ID),
+                pi.getAmount() == null ? 0 : pi.getAmount(), pi.getCurrency(), StripeOutcomes.nonNull(pi.getStatus(), "unknown"),
+                StripeOutcomes.ofPaymentIntent(pi), pi.getCreated() == null ? Instant.EPOCH : Instant.ofEpochSecond(pi.getCreated()),
+                pi.getId());
+    }
+
+    private static StripeRecord record(Refund refund) {
+        Map<String, String> md = refund.getMetadata() == null ? Map.of() : refund.getMetadata();
+        return new StripeRecord(true, refund.getId(), md.get(PaymentOrder.KEY), null, md.get(PaymentOrder.CLIENT_ID),
+                refund.getAmount() == null ? 0 : refund.getAmount(), refund.getCurrency(), StripeOutcomes.nonNull(refund.getStatus(), "unknown"),
+                StripeOutcomes.ofRefund(refund), refund.getCreated() == null ? Instant.EPOCH : Instant.ofEpochSecond(refund.getCreated()),
+                refund.getPaymentIntent());
+    }
+}
