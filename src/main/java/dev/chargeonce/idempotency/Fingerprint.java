@@ -84,7 +84,7 @@ public final class Fingerprint {
     /**
      * The SHA-256 every digest here is cloned from (it is never updated itself): {@code MessageDigest.getInstance}
      * looks the provider and the algorithm's constraints up on every call, about 1% of a replay's CPU in the profile
-     * of issue 14 (two digests per request: the API key and the request's fingerprint).
+     * of the cost-of-exactly-once runs (two digests per request: the API key and the request's fingerprint).
      */
     private static final MessageDigest SHA_256;
 

@@ -24,7 +24,7 @@ import org.jboss.logging.Logger;
  * the address, a frozen host) must be noticed, or a request would hold its connection and its lease for as long as
  * TCP keeps trying. pgjdbc's {@code socketTimeout} does it with {@code SO_TIMEOUT}, and on a virtual thread a read
  * with a timeout parks with a timeout: every statement schedules a task on the JDK's {@code DelayScheduler}, cancels it
- * and wakes that scheduler's thread twice. The profiles of issue 14 put that at about a tenth of the service's CPU per
+ * and wakes that scheduler's thread twice. CPU profiles under load put that at about a tenth of the service's CPU per
  * replay (one statement) and per new charge (three). Here a read only stamps when it started and when it ended (two
  * volatile writes); a daemon thread looks at the sockets that are reading a few times a second and closes one whose
  * read has blocked longer than the limit, which fails the statement as {@code socketTimeout} does (pgjdbc reports an

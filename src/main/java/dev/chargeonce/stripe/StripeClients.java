@@ -22,7 +22,7 @@ class StripeClients {
         }
         // The SDK's request telemetry (Stripe's documented opt-out): on every request it walks a queue of the previous
         // requests' metrics, records this one's and serialises one into a header with gson, 2% of the service's CPU
-        // per new charge in the profile of issue 14; it tells Stripe our latencies, nothing the service needs.
+        // per new charge in a CPU profile under load (docs/benchmarks.md); it tells Stripe our latencies, nothing the service needs.
         Stripe.enableTelemetry = false;
     }
 
@@ -60,8 +60,8 @@ class StripeClients {
      * read timeout: the watchdog ends the try at the read timeout instead ({@link StripeApi#tryLimitNanos}), since a
      * virtual thread interrupted in a socket read has its socket closed. Why: a read with a timeout parks its virtual
      * thread with a timer task, scheduled and cancelled on the JDK's {@code DelayScheduler} for every call (5% of the
-     * service's CPU per new charge in the profile of issue 14). Every create the service makes runs on a virtual
-     * thread (a request's, a recovery driver's, a Kafka partition's); on a platform thread (a caller from elsewhere) an
+     * service's CPU per new charge in a CPU profile under load, docs/benchmarks.md). Every create the service makes
+     * runs on a virtual thread (a request's, a recovery driver's, a Kafka partition's); on a platform thread (a caller from elsewhere) an
      * interrupt does not end a socket read, so there the SDK's read timeout stays.
      */
     StripeClient forWatchedTry(boolean virtualThread) {

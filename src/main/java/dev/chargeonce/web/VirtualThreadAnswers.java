@@ -16,7 +16,7 @@ import java.util.function.Supplier;
  * cancelled on the JDK's {@code DelayScheduler}, the thread parked and woken). A non-blocking endpoint has its body read
  * on the event loop before it is called; the endpoint checks the envelope there (CPU only) and only the work that blocks
  * starts a virtual thread, from the same context-preserving executor {@code @RunOnVirtualThread} uses (the request's
- * Vert.x context, hence its log MDC). The profiles of issue 14 (README, "The cost of exactly-once") measure it.
+ * Vert.x context, hence its log MDC). The cost-of-exactly-once profiles (docs/benchmarks.md) measure it.
  *
  * <p>Such an endpoint is {@code @Cancellable(false)}: a client that hangs up does not cancel the answer's future. Its
  * work would go on regardless (cancelling a {@link java.util.concurrent.CompletableFuture} interrupts nothing), and the request's context

@@ -47,7 +47,7 @@ final class ManifestChecks {
 
     /**
      * Quarkus properties the Deployment may set although application.properties does not mention them. The
-     * {@code replica} datasource is the named datasource of issue 4 (quarkus.datasource.replica.*).
+     * {@code replica} datasource is the named read-replica datasource (quarkus.datasource.replica.*).
      */
     static final Set<String> KNOWN_QUARKUS_PROPERTIES = Set.of(
             "quarkus.profile",
@@ -68,7 +68,7 @@ final class ManifestChecks {
     /** Variables read by the base image's run-java.sh: accepted when Dockerfile.jvm documents them. */
     private static final Pattern IMAGE_VARIABLE = Pattern.compile("(JAVA|GC|CONTAINER)_[A-Z0-9_]+");
 
-    /** Alert metrics of other issues' code, not on this branch yet (replica lag: issue 4; reconciliation: issue 5). */
+    /** Alert metrics the service exports only when a feature is on (replica lag, reconciliation). */
     static final Set<String> METRICS_NOT_YET_EMITTED = Set.of();
 
     /** Metric names shared by every Quarkus service: alerts must filter them on the scrape's job. */

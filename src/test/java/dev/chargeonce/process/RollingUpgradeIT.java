@@ -28,7 +28,7 @@ import java.util.concurrent.Executors;
 import org.junit.jupiter.api.Test;
 
 /**
- * Keys stored hashed, the upgrade (issue 16): the release before V1.13.0 (built from this repository's history) and
+ * Keys stored hashed, the upgrade: the release before V1.13.0 (built from this repository's history) and
  * this one against one database, through the README's steps, with the same keys sent to both at once in each step.
  *
  * <ol>
