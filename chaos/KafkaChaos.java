@@ -47,6 +47,13 @@ public final class KafkaChaos {
 
     static final String CLIENT = "orders";
     static final ObjectMapper JSON = new ObjectMapper();
+    /** Every member this run started: stopped on the way out however the run ends (a restart that fails throws). */
+    static final List<ServiceProcess> STARTED = java.util.Collections.synchronizedList(new ArrayList<>());
+
+    static ServiceProcess started(ServiceProcess member) {
+        STARTED.add(member);
+        return member;
+    }
 
     public static void main(String[] args) throws Exception {
         Map<String, String> opts = Harness.options(args);
@@ -56,6 +63,7 @@ public final class KafkaChaos {
         int minRebalances = Integer.parseInt(opts.getOrDefault("min-group-changes", "8"));
         Path work = Path.of(opts.getOrDefault("work", "target/kafka-chaos"));
         int pgPort = Integer.parseInt(opts.getOrDefault("pg-port", "5432"));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> List.copyOf(STARTED).forEach(ServiceProcess::close)));
         System.exit(new KafkaChaos(duration, seed, minKills, minRebalances, work, pgPort).run());
     }
 
@@ -105,8 +113,8 @@ public final class KafkaChaos {
             kafka.createTopics(1, "dead-letters");
             Map<String, String> config = serviceConfig(jdbc, stripe, broker);
             List<Member> members = new ArrayList<>();
-            members.add(new Member(ServiceProcess.start("kafka-chaos-a", config)));
-            members.add(new Member(ServiceProcess.start("kafka-chaos-b", config)));
+            members.add(new Member(started(ServiceProcess.start("kafka-chaos-a", config))));
+            members.add(new Member(started(ServiceProcess.start("kafka-chaos-b", config))));
             Member joiner = new Member(null);   // the third member: absent, joining, present, leaving
 
             Producer producer = new Producer(kafka, new Random(seed + 1));
@@ -150,7 +158,7 @@ public final class KafkaChaos {
                 } else if (action == 3 && !joiner.busy && joiner.process == null) {
                     joiner.busy = true;
                     pending.add(CompletableFuture.runAsync(() -> {
-                        joiner.process = ServiceProcess.start("kafka-chaos-c", config);
+                        joiner.process = started(ServiceProcess.start("kafka-chaos-c", config));
                         groupChanges.incrementAndGet();
                         log("a third member joined: " + joiner.process.pid());
                         joiner.busy = false;
