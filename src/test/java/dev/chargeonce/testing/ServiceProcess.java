@@ -554,6 +554,7 @@ public final class ServiceProcess implements AutoCloseable {
             System.exit(1);
         }
         System.out.println(process.pid());
+        System.exit(0); // the service runs on, a child of nobody now: the script stops it by its pid
     }
 
     /**
