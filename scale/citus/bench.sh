@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark's Citus column (issue 17): the same scenarios against the service on a plain PostgreSQL and on a
+# The benchmark's Citus column: the same scenarios against the service on a plain PostgreSQL and on a
 # Citus coordinator with two workers, side by side in one run, one Stripe stand-in for both: new charges and replays
 # through the service over HTTP (wrk, bench/lua/charges.lua), and the database's own limit for the same statements
 # (pgbench with the service's statements, as bench/run.sh runs them). Every node runs on this one machine, so this
@@ -78,9 +78,9 @@ for port in "$PLAIN" "$C"; do
   psql_at "$port" chargeonce -c "VACUUM ANALYZE stripe_intents" >/dev/null
 done
 
-# pgbench with the service's own statements (bench/BenchTool.java), on each engine
+# pgbench with the service's own statements (bench/PgbenchScripts.java), on each engine
 java -cp "target/quarkus-app/app/*:target/quarkus-app/lib/main/*" dev.chargeonce.idempotency.StatementCatalog "$WORK_DIR/statements"
-java bench/BenchTool.java pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench" >/dev/null
+bench_tool pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench" >/dev/null
 DEFINES=()
 while IFS= read -r line; do DEFINES+=(-D "$line"); done <"$WORK_DIR/pgbench/defines.txt"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where the service stands on Citus (issue 17): starts a Citus cluster on loopback (a coordinator and two workers),
+# Where the service stands on Citus: starts a Citus cluster on loopback (a coordinator and two workers),
 # applies the service's migrations (V1.15.0 distributes the two tables by client_id on Citus),
 # then runs the store's hot-path statements, exactly as the package writes them (StatementCatalog, the scripts
 # bench/run.sh gives pgbench), against the distributed tables, and prints which ones Citus runs and which it refuses.
@@ -34,7 +34,7 @@ done
 log "schema migrated; stripe_intents and stripe_refunds distributed by client_id (V1.15.0)"
 
 java -cp "target/quarkus-app/app/*:target/quarkus-app/lib/main/*" dev.chargeonce.idempotency.StatementCatalog "$WORK_DIR/statements"
-java bench/BenchTool.java pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench" >/dev/null
+bench_tool pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench" >/dev/null
 defines=()
 while IFS= read -r line; do defines+=(-D "$line"); done <"$WORK_DIR/pgbench/defines.txt"
 # charges for the refund scripts (client pgbench, as bench/run.sh makes them)
