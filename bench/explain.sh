@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/explain.sh: what PostgreSQL does for one new charge (claim + finish) and one replay, with the statements before
-# issue 14 (bench/sql/before/, on the schema of migrations V1.0.0-V1.7.0) and today's (from the package, on today's
-# schema), each on 200,000 bulk-loaded rows: EXPLAIN (ANALYZE, BUFFERS, WAL) of each statement after a warm-up of the
-# same statement (generic plans, as the service's prepared statements use), printed side by side.
+# their rework for cost (bench/sql/before/: main as of 71fb6c2, on the schema of migrations V1.0.0-V1.7.0) and today's
+# (from the package, on today's schema), each on 200,000 bulk-loaded rows: EXPLAIN (ANALYZE, BUFFERS, WAL) of each
+# statement after a warm-up of the same statement (generic plans, as the service's prepared statements use), printed
+# side by side.
 #
 #   bench/explain.sh [--rows 200000] [--out FILE]
 #
@@ -27,7 +28,7 @@ SERVICE_JAR=target/quarkus-app/quarkus-run.jar
 [ -f "$SERVICE_JAR" ] || ./mvnw -B -ntp -q -DskipTests package
 make_work_dir chargeonce-explain
 java -cp "target/quarkus-app/app/*:target/quarkus-app/lib/main/*" dev.chargeonce.idempotency.StatementCatalog "$WORK_DIR/statements"
-java bench/BenchTool.java pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench"
+bench_tool pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench"
 PORT=$(free_port)
 start_pg pg "$PORT" "shared_buffers = 1GB" "log_min_messages = warning"
 psql_at "$PORT" postgres -c "CREATE DATABASE before" -c "CREATE DATABASE after"
@@ -39,14 +40,14 @@ for migration in $(ls src/main/resources/db/migration/V*.sql | sort -V); do
   psql_at "$PORT" after -f "$migration" >/dev/null
 done
 for db in before after; do
-  # the schema before issue 14 finds rows by their key: it keeps them, and no secret
+  # the schema before the rework finds rows by their key: it keeps them, and no secret
   secret="Y2hhcmdlb25jZSBiZW5jaCBrZXkgaGFzaCBzZWNyZXQsIHYx"; [ "$db" = before ] && secret=""
   psql_at "$PORT" "$db" -v from=0 -v upto="$ROWS" -v key_secret="$secret" -f bench/sql/bulk_rows.sql
   psql_at "$PORT" "$db" -c "VACUUM ANALYZE stripe_intents"
 done
 # A pgbench script's statements, with its variables set for key n, as EXPLAIN-able statements: the explain runs the
 # statement for real (ANALYZE), so each statement sees the rows the one before it made.
-java bench/BenchTool.java explain-scripts "$WORK_DIR/pgbench" bench/sql/before "$WORK_DIR/explain"
+bench_tool explain-scripts "$WORK_DIR/pgbench" bench/sql/before "$WORK_DIR/explain"
 report() {
   local db="$1" file="$2"
   # six runs first, so that the plan is the generic one a prepared statement gets, then the one shown

@@ -1,4 +1,6 @@
-# Shared by bench/run.sh and chaos/run.sh: tools, free loopback ports, a throwaway PostgreSQL 15, cleanup.
+# Shared by bench/, chaos/ and scale/ scripts: tools, free loopback ports, a throwaway PostgreSQL 15 (the scripts' one
+# launcher of it: start_pg, and start_lagging_replica and start_citus built on it), the service started by the test
+# suite's launcher (start_chargeonce), the benchmark's Java tool (bench_tool), cleanup.
 # Everything started here is recorded in STARTED_PIDS / PG_DATA_DIRS and stopped by cleanup_started (trap EXIT):
 # nothing else on the machine is touched.
 
@@ -138,22 +140,51 @@ wait_http() { # wait_http <url> <seconds> <pid> [any]: until the URL answers 2xx
 
 sha256_hex() { printf '%s' "$1" | sha256sum | awk '{print $1}'; }
 
+# harness_classes: the test suite's JDK-only service launcher (src/test/java/dev/chargeonce/testing/ServiceProcess.java),
+# compiled once per work directory: the scripts start the service through the same launcher as the process tests and
+# the chaos runs. Prints the classes' directory.
+harness_classes() {
+  local classes="$WORK_DIR/harness"
+  if [ ! -f "$classes/dev/chargeonce/testing/ServiceProcess.class" ]; then
+    javac --release 21 -d "$classes" src/test/java/dev/chargeonce/testing/ServiceProcess.java >&2 \
+      || die "could not compile the service launcher (src/test/java/dev/chargeonce/testing/ServiceProcess.java)"
+  fi
+  echo "$classes"
+}
+
 # start_chargeonce <log> <http port> <management port> <database port> <stripe port> <client>:<api key> <key secret>
 #                  [JVM options...]: the packaged service ($SERVICE_JAR, default target/quarkus-app/quarkus-run.jar)
 # on loopback as the scripts run it: database chargeonce on 127.0.0.1:<database port>, the Stripe stand-in, one
 # client, key-hash version 1 under <key secret>, reconciliation and the Events API catch-up off (both page through
-# the stand-in's lists, which it walks from the start for every page). Sets LAST_PID; does not wait for it.
+# the stand-in's lists, which it walks from the start for every page). Started by ServiceProcess (harness_classes),
+# which waits until it is ready (120 s at most) and leaves it running; sets LAST_PID.
 start_chargeonce() {
   local logfile="$1" http="$2" management="$3" db="$4" stripe="$5" client="$6" secret="$7"; shift 7
-  start_bg "$logfile" java "$@" -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$http" \
-    -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$management" \
-    -Dquarkus.datasource.jdbc.url="jdbc:postgresql://127.0.0.1:$db/chargeonce" \
-    -Dquarkus.datasource.username=postgres -Dquarkus.datasource.password=x \
-    -Dchargeonce.stripe.api-key=sk_test_sandbox -Dchargeonce.stripe.api-base="http://127.0.0.1:$stripe" \
-    -Dchargeonce.auth.clients="${client%%:*}:$(sha256_hex "${client#*:}")" -Dquarkus.log.console.json.enabled=false \
-    -Dchargeonce.idempotency.key-hash-version=1 -Dchargeonce.idempotency.key-hash-secrets="1:$secret" \
-    -Dchargeonce.reconciliation.enabled=false -Dchargeonce.webhooks.catch-up-enabled=false \
-    -jar "${SERVICE_JAR:-target/quarkus-app/quarkus-run.jar}"
+  local options=() option pid
+  for option in "$@"; do options+=(--jvm-option "$option"); done
+  pid=$(java -cp "$(harness_classes)" dev.chargeonce.testing.ServiceProcess --log "$logfile" --port "$http" \
+    --management-port "$management" --jar "${SERVICE_JAR:-target/quarkus-app/quarkus-run.jar}" --timeout 120s \
+    ${options[@]+"${options[@]}"} quarkus.http.host=127.0.0.1 quarkus.management.host=127.0.0.1 \
+    "quarkus.datasource.jdbc.url=jdbc:postgresql://127.0.0.1:$db/chargeonce" \
+    quarkus.datasource.username=postgres quarkus.datasource.password=x \
+    chargeonce.stripe.api-key=sk_test_sandbox "chargeonce.stripe.api-base=http://127.0.0.1:$stripe" \
+    "chargeonce.auth.clients=${client%%:*}:$(sha256_hex "${client#*:}")" \
+    chargeonce.idempotency.key-hash-version=1 "chargeonce.idempotency.key-hash-secrets=1:$secret" \
+    chargeonce.reconciliation.enabled=false chargeonce.webhooks.catch-up-enabled=false) \
+    || die "chargeonce did not start, see $logfile"
+  STARTED_PIDS+=("$pid")
+  LAST_PID=$pid
+}
+
+# bench_tool <command> [args...]: bench/BenchTool.java with the files it uses (package bench: pgbench scripts, the
+# reports), compiled once per work directory (or in target/ without one) with javac: a JDK 21 has no multi-file
+# source launcher.
+bench_tool() {
+  local classes="${WORK_DIR:-target}/bench-tool"
+  if [ ! -f "$classes/bench/BenchTool.class" ] || [ -n "$(find bench -maxdepth 1 -name '*.java' -newer "$classes/bench/BenchTool.class")" ]; then
+    javac --release 21 -d "$classes" bench/*.java >&2 || die "bench/*.java did not compile"
+  fi
+  java -cp "$classes" bench.BenchTool "$@"
 }
 
 cleanup_started() {

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# What PostgreSQL's CPU per charge would have to give up for issue 14's "a third less than before": today's pair
+# What PostgreSQL's CPU per charge would have to give up for "a third less than before": today's pair
 # (the claim's read and insert, and the finish, as the package runs them) on today's schema, on the same schema
 # without its CHECK guards, and without those and three secondary indexes (the client's listing, finished_at for
-# retention and reconciliation, payment_intent for webhooks), against the pair before issue 14 on its schema
+# retention and reconciliation, payment_intent for webhooks), against the pair before its rework for cost (main as of
+# 71fb6c2, bench/sql/before/) on its schema
 # (migrations V1.0.0-V1.7.0). pgbench, 16 clients, rounds in shuffled order, 200,000 rows each, autovacuum off.
 #
 #   bench/schema-variants.sh [rounds (8)] [seconds per run (6)]
 #
 # Prints one line per run and the mean of each variant; like bench/run.sh it starts its own PostgreSQL on 127.0.0.1
 # and stops what it started (and nothing else). An experiment, not a proposal: every index and guard it drops is
-# what a guarantee or a feature stands on (README, "The floor, and where issue 14 ends").
+# what a guarantee or a feature stands on (README, on the floor).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -24,7 +25,7 @@ pick_postgres
 [ -f target/quarkus-app/quarkus-run.jar ] || ./mvnw -B -ntp -q -DskipTests package
 make_work_dir chargeonce-schema-variants
 java -cp "target/quarkus-app/app/*:target/quarkus-app/lib/main/*" dev.chargeonce.idempotency.StatementCatalog "$WORK_DIR/statements" >/dev/null
-java bench/BenchTool.java pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench"
+bench_tool pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench"
 cp bench/sql/before/claim_finish.sql "$WORK_DIR/pgbench/before_claim_finish.sql"
 
 PG_PORT=$(free_port)
@@ -78,7 +79,7 @@ awk '{ tps[$2] += $3; ms[$2] += $4; n[$2]++ }
   END { b = ms["before"] / n["before"]
         split("today nochecks lean before", order, " ")
         label["today"] = "today (7 indexes, 6 checks)"; label["nochecks"] = "today without the checks (7, 0)"
-        label["lean"] = "and without 3 secondary indexes (4, 0)"; label["before"] = "before issue 14 (8, 5)"
+        label["lean"] = "and without 3 secondary indexes (4, 0)"; label["before"] = "before the rework (8, 5)"
         for (i = 1; i <= 4; i++) { v = order[i]
           printf "| %s | %.0f | %.3f | %.2f |\n", label[v], tps[v] / n[v], ms[v] / n[v], ms[v] / n[v] / b } }' \
   "$WORK_DIR/runs.txt"

@@ -1,5 +1,9 @@
+package chaos;
+
+import static chaos.Harness.log;
+import static chaos.Harness.sleep;
+
 import dev.chargeonce.sandbox.StripeSandbox;
-import dev.chargeonce.stripe.StripeKeys;
 import dev.chargeonce.testing.KafkaBroker;
 import dev.chargeonce.testing.KafkaTestClients;
 import dev.chargeonce.testing.ServiceProcess;
@@ -12,7 +16,6 @@ import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -35,24 +38,33 @@ import java.util.concurrent.atomic.AtomicInteger;
  * topic (after dedup by charge id) and the dead-letter topic. Exits 1 on any duplicate charge, lost command, result
  * missing or unlike its row, or on a run that injected too little chaos to prove anything.
  *
- *   java KafkaChaos --duration 45s --seed N --results DIR
+ * <p>The harness is the test suite's: its broker launcher, Kafka clients and service launcher (ServiceProcess); the
+ * database is made on the PostgreSQL that chaos/kafka-run.sh started (bench/lib.sh start_pg, like every script's).
+ *
+ *   java chaos.KafkaChaos --pg-port P --duration 45s --seed N --work DIR
  */
 public final class KafkaChaos {
 
     static final String CLIENT = "orders";
     static final ObjectMapper JSON = new ObjectMapper();
+    /** Every member this run started: stopped on the way out however the run ends (a restart that fails throws). */
+    static final List<ServiceProcess> STARTED = java.util.Collections.synchronizedList(new ArrayList<>());
+
+    static ServiceProcess started(ServiceProcess member) {
+        STARTED.add(member);
+        return member;
+    }
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> opts = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            opts.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
-        Duration duration = Duration.ofSeconds(Long.parseLong(opts.getOrDefault("duration", "45s").replace("s", "")));
+        Map<String, String> opts = Harness.options(args);
+        Duration duration = Duration.ofSeconds(Harness.seconds(opts.getOrDefault("duration", "45s")));
         long seed = Long.parseLong(opts.getOrDefault("seed", Long.toString(System.currentTimeMillis())));
         int minKills = Integer.parseInt(opts.getOrDefault("min-kills", "3"));
         int minRebalances = Integer.parseInt(opts.getOrDefault("min-group-changes", "8"));
         Path work = Path.of(opts.getOrDefault("work", "target/kafka-chaos"));
-        System.exit(new KafkaChaos(duration, seed, minKills, minRebalances, work).run());
+        int pgPort = Integer.parseInt(opts.getOrDefault("pg-port", "5432"));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> List.copyOf(STARTED).forEach(ServiceProcess::close)));
+        System.exit(new KafkaChaos(duration, seed, minKills, minRebalances, work, pgPort).run());
     }
 
     final Duration duration;
@@ -61,6 +73,8 @@ public final class KafkaChaos {
     final int minKills;
     final int minGroupChanges;
     final Path work;
+    /** The PostgreSQL the script started: the run makes a database of its own there. */
+    final int pgPort;
     final List<String> violations = new ArrayList<>();
     final AtomicInteger kills = new AtomicInteger();
     final AtomicInteger groupChanges = new AtomicInteger();
@@ -75,42 +89,32 @@ public final class KafkaChaos {
         }
     }
 
-    static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    KafkaChaos(Duration duration, long seed, int minKills, int minGroupChanges, Path work) {
+    KafkaChaos(Duration duration, long seed, int minKills, int minGroupChanges, Path work, int pgPort) {
         this.duration = duration;
         this.seed = seed;
         this.random = new Random(seed);
         this.minKills = minKills;
         this.minGroupChanges = minGroupChanges;
         this.work = work;
-    }
-
-    static void log(String message) {
-        System.out.println("[" + Instant.now().toString().substring(11, 19) + "] " + message);
+        this.pgPort = pgPort;
     }
 
     int run() throws Exception {
         log("Kafka chaos: " + duration.toSeconds() + " s, seed " + seed);
-        String database = TestPostgres.newDatabase("kafkachaos");
-        String jdbc = TestPostgres.jdbcUrl(TestPostgres.port(), database);
+        String database = "kafkachaos";
+        TestPostgres.createDatabase(pgPort, database);
+        String jdbc = TestPostgres.jdbcUrl(pgPort, database);
         try (StripeSandbox stripe = StripeSandbox.start(0);
              KafkaBroker broker = KafkaBroker.start(work);
              KafkaTestClients kafka = new KafkaTestClients(broker.bootstrapServers())) {
-            log("broker on " + broker.bootstrapServers() + ", PostgreSQL on " + TestPostgres.port() + ", Stripe stand-in on " + stripe.port());
+            log("broker on " + broker.bootstrapServers() + ", PostgreSQL on " + pgPort + ", Stripe stand-in on " + stripe.port());
             kafka.createTopics(6, "commands");
             kafka.createTopics(3, "results");
             kafka.createTopics(1, "dead-letters");
             Map<String, String> config = serviceConfig(jdbc, stripe, broker);
             List<Member> members = new ArrayList<>();
-            members.add(new Member(ServiceProcess.start("kafka-chaos-a", config)));
-            members.add(new Member(ServiceProcess.start("kafka-chaos-b", config)));
+            members.add(new Member(started(ServiceProcess.start("kafka-chaos-a", config))));
+            members.add(new Member(started(ServiceProcess.start("kafka-chaos-b", config))));
             Member joiner = new Member(null);   // the third member: absent, joining, present, leaving
 
             Producer producer = new Producer(kafka, new Random(seed + 1));
@@ -154,7 +158,7 @@ public final class KafkaChaos {
                 } else if (action == 3 && !joiner.busy && joiner.process == null) {
                     joiner.busy = true;
                     pending.add(CompletableFuture.runAsync(() -> {
-                        joiner.process = ServiceProcess.start("kafka-chaos-c", config);
+                        joiner.process = started(ServiceProcess.start("kafka-chaos-c", config));
                         groupChanges.incrementAndGet();
                         log("a third member joined: " + joiner.process.pid());
                         joiner.busy = false;

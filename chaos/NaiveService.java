@@ -1,5 +1,8 @@
+package chaos;
+
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.chargeonce.testing.TestClients;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -10,7 +13,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -19,7 +21,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Executors;
@@ -36,7 +37,7 @@ import java.util.regex.Pattern;
  * (API keys, the request shape, replaying stored answers byte for byte, 422 for another body) is done properly,
  * so that the duplicates the chaos audit finds come from the check-then-act alone.
  *
- * <p>{@code java -cp <pgjdbc> NaiveService <port> <primary jdbc url> <lookup jdbc url> <stripe base> <clients>}
+ * <p>{@code java -cp <classes>:<pgjdbc> chaos.NaiveService <port> <primary jdbc url> <lookup jdbc url> <stripe base> <clients>}
  * where clients is {@code id:sha256hex,...} as in chargeonce.auth.clients.
  */
 public class NaiveService {
@@ -84,14 +85,14 @@ public class NaiveService {
 
     void charge(HttpExchange exchange) throws IOException, SQLException {
         String auth = exchange.getRequestHeaders().getFirst("Authorization");
-        String client = auth == null || !auth.startsWith("Bearer ") ? null : clientByKeyHash.get(sha256(auth.substring(7)));
+        String client = auth == null || !auth.startsWith("Bearer ") ? null : clientByKeyHash.get(TestClients.sha256(auth.substring(7)));
         if (client == null) {
             respond(exchange, 401, "{\"error\":{\"type\":\"authentication_error\"}}", false);
             return;
         }
         String key = exchange.getRequestHeaders().getFirst("Idempotency-Key");
         String body = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
-        String fingerprint = sha256(body);
+        String fingerprint = TestClients.sha256(body);
 
         // CHECK: is the key known? (on the replica when one is configured: the incident)
         try (Connection c = connect(lookupUrl); PreparedStatement ps = c.prepareStatement(
@@ -116,9 +117,9 @@ public class NaiveService {
                 .append("amount=").append(find(AMOUNT, body)).append("&currency=").append(find(CURRENCY, body))
                 .append("&payment_method=").append(find(PAYMENT_METHOD, body)).append("&confirm=true")
                 .append("&metadata[chargeonce_charge_id]=").append(chargeId)
-                // The same identity of (client, key) as the service writes (KeyIdentities, Chaos.identity): the audit
+                // The same identity of (client, key) as the service writes (KeyIdentities, Keys.identity): the audit
                 // maps PaymentIntents to keys by it. Labelling the payment is not what makes this service wrong.
-                .append("&metadata[chargeonce_key]=").append(Chaos.identity(client, key));
+                .append("&metadata[chargeonce_key]=").append(Keys.identity(client, key));
         int meta = body.indexOf("\"metadata\"");
         if (meta >= 0) {
             Matcher m = METADATA.matcher(body.substring(meta + 10, body.indexOf('}', meta)));
@@ -182,14 +183,6 @@ public class NaiveService {
 
     static String enc(String s) {
         return URLEncoder.encode(s, StandardCharsets.UTF_8);
-    }
-
-    static String sha256(String text) {
-        try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8)));
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
     }
 
     static void respond(HttpExchange exchange, int status, String body, boolean replayed) throws IOException {

@@ -90,9 +90,16 @@ PGJDBC=$(ls target/quarkus-app/lib/main/org.postgresql.postgresql-*.jar | head -
 
 make_work_dir chargeonce-chaos
 mkdir -p "$WORK_DIR/classes"
-# With the test suite's JDK-only TCP proxy and free-port picker (src/test/.../testing), not copies of them.
-javac --release 21 -d "$WORK_DIR/classes" -cp "$PGJDBC" chaos/Chaos.java chaos/NaiveService.java \
-  src/test/java/dev/chargeonce/testing/TcpProxy.java src/test/java/dev/chargeonce/testing/ServiceProcess.java
+# The harness (package chaos: every chaos/*.java but the Kafka run's, which needs the Kafka clients and has
+# chaos/kafka-run.sh) with the test suite's JDK-only service launcher, TCP proxy and API clients
+# (src/test/.../testing), not copies of them.
+CHAOS_SOURCES=()
+for source in chaos/*.java; do
+  [ "$source" = chaos/KafkaChaos.java ] || CHAOS_SOURCES+=("$source")
+done
+javac --release 21 -d "$WORK_DIR/classes" -cp "$PGJDBC" "${CHAOS_SOURCES[@]}" \
+  src/test/java/dev/chargeonce/testing/ServiceProcess.java src/test/java/dev/chargeonce/testing/TcpProxy.java \
+  src/test/java/dev/chargeonce/testing/TestClients.java
 
 PG_PORT=$(free_port); REPLICA_PORT=$(free_port)
 SERVICE_REPLICA=false
@@ -108,8 +115,8 @@ else
     "log_min_messages = warning"
   psql_at "$PG_PORT" postgres -c "CREATE DATABASE chargeonce" -c "CREATE DATABASE naive"
   start_lagging_replica replica "$PG_PORT" "$REPLICA_PORT" "${REPLICA_DELAY_MS}ms"
-  # The service reads from the replica only once it has a `replica` datasource (issue 4); until then the replica
-  # serves the naive control alone, and the service runs on the primary only.
+  # The service reads from the replica only when it has a `replica` datasource; without one the replica serves the
+  # naive control alone, and the service runs on the primary only.
   if grep -q '^quarkus\.datasource\.replica\.' src/main/resources/application.properties; then
     SERVICE_REPLICA=true
   fi
@@ -122,8 +129,8 @@ HARNESS_PID=""
 stop_harness() { [ -n "$HARNESS_PID" ] && kill -TERM "$HARNESS_PID" 2>/dev/null; wait "$HARNESS_PID" 2>/dev/null; exit 130; }
 trap stop_harness INT TERM
 set +e
-java -cp "$WORK_DIR/classes:$PGJDBC" Chaos \
-  --work "$WORK_DIR" --results "$RESULTS" --java "$JAVA_HOME/bin/java" \
+java -cp "$WORK_DIR/classes:$PGJDBC" chaos.Chaos \
+  --work "$WORK_DIR" --results "$RESULTS" \
   --service-jar "$SERVICE_JAR" --sandbox-jar "$SANDBOX_JAR" --naive-classpath "$WORK_DIR/classes:$PGJDBC" \
   --pg-port "$PG_PORT" --replica-port "$REPLICA_PORT" --replica-delay-ms "$REPLICA_DELAY_MS" \
   --service-replica "$SERVICE_REPLICA" --duration "$DURATION" --naive-duration "$NAIVE_DURATION" \

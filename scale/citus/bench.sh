@@ -78,9 +78,9 @@ for port in "$PLAIN" "$C"; do
   psql_at "$port" chargeonce -c "VACUUM ANALYZE stripe_intents" >/dev/null
 done
 
-# pgbench with the service's own statements (bench/BenchTool.java), on each engine
+# pgbench with the service's own statements (bench/PgbenchScripts.java), on each engine
 java -cp "target/quarkus-app/app/*:target/quarkus-app/lib/main/*" dev.chargeonce.idempotency.StatementCatalog "$WORK_DIR/statements"
-java bench/BenchTool.java pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench" >/dev/null
+bench_tool pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench" >/dev/null
 DEFINES=()
 while IFS= read -r line; do DEFINES+=(-D "$line"); done <"$WORK_DIR/pgbench/defines.txt"
 

@@ -34,7 +34,7 @@ done
 log "schema migrated; stripe_intents and stripe_refunds distributed by client_id (V1.15.0)"
 
 java -cp "target/quarkus-app/app/*:target/quarkus-app/lib/main/*" dev.chargeonce.idempotency.StatementCatalog "$WORK_DIR/statements"
-java bench/BenchTool.java pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench" >/dev/null
+bench_tool pgbench-scripts "$WORK_DIR/statements" "$WORK_DIR/pgbench" >/dev/null
 defines=()
 while IFS= read -r line; do defines+=(-D "$line"); done <"$WORK_DIR/pgbench/defines.txt"
 # charges for the refund scripts (client pgbench, as bench/run.sh makes them)

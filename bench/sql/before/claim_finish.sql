@@ -1,5 +1,5 @@
--- The claim + finish of a new charge as the service ran them before issue 14 (main as of 71fb6c2), bound as
--- bench/BenchTool.java binds today's: the reference that the PostgreSQL CPU per charge is measured against.
+-- The claim + finish of a new charge as the service ran them before their rework for cost (main as of 71fb6c2), bound
+-- as bench/PgbenchScripts.java binds today's: the reference that the PostgreSQL CPU per charge is measured against.
 \set k random(1, 9000000000000000000)
 WITH inserted AS (
     INSERT INTO stripe_intents AS si

@@ -1,4 +1,5 @@
--- A replay as the service ran it before issue 14 (main as of 71fb6c2): the claim statement finding a finished row.
+-- A replay as the service ran it before the statements were reworked for cost (main as of 71fb6c2): the claim
+-- statement finding a finished row.
 \set i 10 * random(0, :replay_rows - 1)
 WITH inserted AS (
     INSERT INTO stripe_intents AS si

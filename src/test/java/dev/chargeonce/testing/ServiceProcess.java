@@ -14,35 +14,172 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * The packaged service ({@code java -jar target/quarkus-app/quarkus-run.jar}) as a real OS process that a test
  * can {@code kill -9}, stop with SIGTERM and start again on the same ports: the API's ({@link #uri}) and the
  * management interface's ({@link #managementUri}: health, metrics), each a free one of its own. Its log goes to
  * {@code target/process-logs/<name>-<n>.log}.
+ *
+ * <p>It is the one launcher of the service for every harness of the project: the process tests, the chaos runs
+ * ({@code chaos/}, which also start the naive control and the Stripe stand-in through it: {@link #builder}) and the
+ * benchmarks ({@code bench/lib.sh start_chargeonce}, through {@link #main}). JDK only, so that the scripts compile it
+ * with plain {@code javac}.
  */
 public final class ServiceProcess implements AutoCloseable {
 
     private static final Path JAR = Path.of("target", "quarkus-app", "quarkus-run.jar");
+    private static final Path TEST_LOGS = Path.of("target", "process-logs");
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     private final String name;
-    private final Path jar;
+    /** What follows the JVM options: {@code -jar <quarkus-run.jar>}, or {@code -cp <classpath> <main class> <args>}. */
+    private final List<String> program;
+    /** Whether the program is the packaged service (a Quarkus application told its ports as config properties). */
+    private final boolean quarkus;
+    private final List<String> jvmOptions;
     private final int port;
     private final int managementPort;
+    private final String readyPath;
+    private final Path logDirectory;
+    /** A log file of its own for every start (the default), or this one file for all of them. */
+    private final Path logFile;
     private final Map<String, String> config;
     /** Environment variables on top of the test JVM's own (as a Deployment sets them: k8s/). */
     private final Map<String, String> environment;
+    /** Told of every process started, before it is ready (a harness records its children, to kill them if it dies). */
+    private final Consumer<Process> onLaunch;
     private Process process;
     private int starts;
 
-    private ServiceProcess(String name, Path jar, int port, Map<String, String> config, Map<String, String> environment) {
-        this.name = name;
-        this.jar = jar;
-        this.port = port;
-        this.managementPort = freePort();
-        this.config = config;
-        this.environment = environment;
+    private ServiceProcess(Builder b) {
+        this.name = b.name;
+        this.quarkus = b.mainClass == null;
+        this.port = b.port != 0 ? b.port : freePort();
+        this.managementPort = !quarkus ? port : b.managementPort != 0 ? b.managementPort : freePort();
+        List<String> program = new ArrayList<>();
+        if (quarkus) {
+            program.addAll(List.of("-jar", b.jar.toString()));
+        } else {
+            program.addAll(List.of("-cp", b.classpath, b.mainClass));
+            program.addAll(b.arguments);
+        }
+        this.program = List.copyOf(program);
+        this.jvmOptions = List.copyOf(b.jvmOptions);
+        this.readyPath = b.readyPath != null ? b.readyPath : "/q/health/ready";
+        this.logDirectory = b.logDirectory;
+        this.logFile = b.logFile;
+        this.config = new LinkedHashMap<>(b.config);
+        this.environment = Map.copyOf(b.environment);
+        this.onLaunch = b.onLaunch;
+    }
+
+    /**
+     * A process not started yet: the packaged service unless {@link Builder#mainClass} says otherwise, on free ports
+     * unless given, logging to {@code target/process-logs}. {@link #startProcess(Duration)} starts it.
+     */
+    public static Builder builder(String name) {
+        return new Builder(name);
+    }
+
+    /** How to run a {@link ServiceProcess}; every setting has the process tests' default. */
+    public static final class Builder {
+        private final String name;
+        private Path jar = JAR;
+        private String classpath;
+        private String mainClass;
+        private final List<String> arguments = new ArrayList<>();
+        private final List<String> jvmOptions = new ArrayList<>(List.of("-Xmx256m"));
+        private int port;
+        private int managementPort;
+        private String readyPath;
+        private Path logDirectory = TEST_LOGS;
+        private Path logFile;
+        private final Map<String, String> config = new LinkedHashMap<>();
+        private final Map<String, String> environment = new LinkedHashMap<>();
+        private Consumer<Process> onLaunch = process -> { };
+
+        private Builder(String name) {
+            this.name = name;
+        }
+
+        /** Another build of the service (its {@code quarkus-run.jar}): an earlier release, or a benchmark's other build. */
+        public Builder jar(Path jar) {
+            this.jar = jar;
+            return this;
+        }
+
+        /**
+         * Not the service but another Java program that answers HTTP on {@link #port} (the chaos run's naive control,
+         * the Stripe stand-in in a process of its own): no management interface, ready when {@link #readyPath} on
+         * that port answers 200. Its arguments are its own business (the port among them, usually).
+         */
+        public Builder mainClass(String classpath, String mainClass, String... arguments) {
+            this.classpath = classpath;
+            this.mainClass = mainClass;
+            this.arguments.addAll(List.of(arguments));
+            return this;
+        }
+
+        /** The JVM's options, instead of the default {@code -Xmx256m}. */
+        public Builder jvmOptions(List<String> options) {
+            jvmOptions.clear();
+            jvmOptions.addAll(options);
+            return this;
+        }
+
+        /** The API's port (default: a free one). */
+        public Builder port(int port) {
+            this.port = port;
+            return this;
+        }
+
+        /** The management interface's port (default: a free one). */
+        public Builder managementPort(int port) {
+            this.managementPort = port;
+            return this;
+        }
+
+        /** What answers 200 once the process is ready (default {@code /q/health/ready} on the management port). */
+        public Builder readyPath(String path) {
+            this.readyPath = path;
+            return this;
+        }
+
+        /** Where its logs go, {@code <name>-<n>.log} for the n-th start (default {@code target/process-logs}). */
+        public Builder logDirectory(Path directory) {
+            this.logDirectory = directory;
+            return this;
+        }
+
+        /** One log file for every start (a benchmark's {@code service.log}) instead of one per start. */
+        public Builder logFile(Path file) {
+            this.logFile = file;
+            return this;
+        }
+
+        /** Config properties, passed as {@code -D} system properties. */
+        public Builder config(Map<String, String> config) {
+            this.config.putAll(config);
+            return this;
+        }
+
+        public Builder environment(Map<String, String> environment) {
+            this.environment.putAll(environment);
+            return this;
+        }
+
+        /** Called with every process started, right after it started (it may kill it and throw: the start fails). */
+        public Builder onLaunch(Consumer<Process> onLaunch) {
+            this.onLaunch = onLaunch;
+            return this;
+        }
+
+        /** The process, not started. */
+        public ServiceProcess build() {
+            return new ServiceProcess(this);
+        }
     }
 
     /** Starts the service with these config properties (passed as -D system properties) and waits until ready. */
@@ -56,7 +193,7 @@ public final class ServiceProcess implements AutoCloseable {
     /** The same with another build of the service (its {@code quarkus-run.jar}): an earlier release, for an upgrade. */
     public static ServiceProcess start(String name, Path jar, Map<String, String> config) {
         for (int attempt = 1; ; attempt++) {
-            ServiceProcess service = new ServiceProcess(name, jar, freePort(), new LinkedHashMap<>(config), Map.of());
+            ServiceProcess service = builder(name).jar(jar).config(config).build();
             try {
                 service.startProcess();
                 return service;
@@ -73,8 +210,7 @@ public final class ServiceProcess implements AutoCloseable {
                     throw e;
                 }
                 try {
-                    Files.move(Path.of("target", "process-logs", name + "-1.log"),
-                            Path.of("target", "process-logs", name + "-start-failed-" + attempt + ".log"),
+                    Files.move(TEST_LOGS.resolve(name + "-1.log"), TEST_LOGS.resolve(name + "-start-failed-" + attempt + ".log"),
                             java.nio.file.StandardCopyOption.REPLACE_EXISTING);
                 } catch (IOException moveFailed) {
                     // the next start overwrites it: the message below says what it was
@@ -100,7 +236,7 @@ public final class ServiceProcess implements AutoCloseable {
     /** The same with environment variables too: the settings as the manifests in k8s/ give them. */
     public static String startExpectingRefusal(String name, Map<String, String> config, Map<String, String> environment,
                                                Duration timeout) {
-        try (ServiceProcess service = new ServiceProcess(name, JAR, freePort(), new LinkedHashMap<>(config), Map.copyOf(environment))) {
+        try (ServiceProcess service = builder(name).config(config).environment(environment).build()) {
             File log = service.launch();
             long deadline = System.nanoTime() + timeout.toNanos();
             while (service.process.isAlive() && System.nanoTime() < deadline) {
@@ -130,7 +266,15 @@ public final class ServiceProcess implements AutoCloseable {
     }
 
     public void startProcess() {
-        awaitReady(Duration.ofSeconds(60), launch());
+        startProcess(Duration.ofSeconds(60));
+    }
+
+    /**
+     * Starts the process (again, on the same ports) and waits until it is ready. Throws when it exits first, or is
+     * not ready within {@code timeout}: then it is left running ({@link #isAlive()} tells the two apart).
+     */
+    public void startProcess(Duration timeout) {
+        awaitReady(timeout, launch());
     }
 
     public String name() {
@@ -140,24 +284,37 @@ public final class ServiceProcess implements AutoCloseable {
     /** What the process (its latest start) has written to its log so far. */
     public String log() {
         try {
-            return Files.readString(Path.of("target", "process-logs", name + "-" + starts + ".log"));
+            return Files.readString(currentLog());
         } catch (IOException e) {
             return "";
         }
     }
 
+    /** The log of its latest start (or the one it is starting). */
+    public Path logPath() {
+        return currentLog();
+    }
+
+    private Path currentLog() {
+        return logFile != null ? logFile : logDirectory.resolve(name + "-" + starts + ".log");
+    }
+
     private File launch() {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElse("java"));
-        command.add("-Xmx256m");
-        command.add("-Dquarkus.http.port=" + port);
-        command.add("-Dquarkus.management.port=" + managementPort);
-        command.add("-Dquarkus.log.console.json.enabled=false");
+        command.addAll(jvmOptions);
+        if (quarkus) {
+            command.add("-Dquarkus.http.port=" + port);
+            command.add("-Dquarkus.management.port=" + managementPort);
+            command.add("-Dquarkus.log.console.json.enabled=false");
+        }
         config.forEach((k, v) -> command.add("-D" + k + "=" + v));
-        command.add("-jar");
-        command.add(jar.toString());
-        File log = Path.of("target", "process-logs", name + "-" + (++starts) + ".log").toFile();
-        log.getParentFile().mkdirs();
+        command.addAll(program);
+        starts++;
+        File log = currentLog().toFile();
+        if (log.getParentFile() != null) {
+            log.getParentFile().mkdirs();
+        }
         try {
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log);
             builder.environment().putAll(environment);
@@ -165,12 +322,13 @@ public final class ServiceProcess implements AutoCloseable {
         } catch (IOException e) {
             throw new IllegalStateException("could not start " + name, e);
         }
+        onLaunch.accept(process);
         return log;
     }
 
     private boolean ready() {
         try {
-            return HTTP.send(HttpRequest.newBuilder(managementUri("/q/health/ready")).timeout(Duration.ofSeconds(2)).build(),
+            return HTTP.send(HttpRequest.newBuilder(managementUri(readyPath)).timeout(Duration.ofSeconds(2)).build(),
                     HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
         } catch (IOException e) {
             return false;
@@ -221,6 +379,21 @@ public final class ServiceProcess implements AutoCloseable {
         waitFor();
     }
 
+    /** The same, waiting at most {@code timeout} for the process to be gone; false when it is still there. */
+    public boolean kill9(Duration timeout) {
+        Process p = process;
+        if (p == null) {
+            return true;
+        }
+        p.destroyForcibly();
+        try {
+            return p.waitFor(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
     /**
      * SIGSTOP: the process freezes mid-whatever (a stop-the-world pause, a VM or node freeze) while its sockets stay
      * open; {@link #resume()} lets it run on as if no time had passed.
@@ -250,17 +423,46 @@ public final class ServiceProcess implements AutoCloseable {
 
     /** SIGTERM, as Kubernetes sends it; waits for the process to exit. */
     public int terminate(Duration timeout) {
-        process.destroy();
-        try {
-            if (!process.waitFor(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)) {
-                process.destroyForcibly();
-                waitFor();
-                throw new IllegalStateException(name + " did not stop within " + timeout + " after SIGTERM");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        if (stop(timeout, null) != Stop.STOPPED) {
+            throw new IllegalStateException(name + " did not stop within " + timeout + " after SIGTERM");
         }
         return process.exitValue();
+    }
+
+    /** How a {@link #stop} ended. */
+    public enum Stop {
+        /** It exited within the grace after SIGTERM. */
+        STOPPED,
+        /** It did not, and was killed (SIGKILL) then. */
+        KILLED,
+        /** It was still there after SIGKILL too. */
+        STILL_RUNNING
+    }
+
+    /**
+     * SIGTERM, then SIGKILL when the process has not exited within {@code grace}; waits for it to be gone at most
+     * {@code afterKill} (null: as long as it takes).
+     */
+    public Stop stop(Duration grace, Duration afterKill) {
+        Process p = process;
+        if (p == null) {
+            return Stop.STOPPED;
+        }
+        p.destroy();
+        try {
+            if (p.waitFor(grace.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                return Stop.STOPPED;
+            }
+            p.destroyForcibly();
+            if (afterKill == null) {
+                p.waitFor();
+                return Stop.KILLED;
+            }
+            return p.waitFor(afterKill.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS) ? Stop.KILLED : Stop.STILL_RUNNING;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return p.isAlive() ? Stop.STILL_RUNNING : Stop.STOPPED;
+        }
     }
 
     public boolean isAlive() {
@@ -300,6 +502,59 @@ public final class ServiceProcess implements AutoCloseable {
             process.destroyForcibly();
             waitFor();
         }
+    }
+
+    /** The management interface's port (the API's, for a program that has none). */
+    public int managementPort() {
+        return managementPort;
+    }
+
+    /**
+     * The launcher for shell scripts ({@code bench/lib.sh start_chargeonce}): starts the packaged service, waits until
+     * it is ready, prints its pid and exits, leaving it running (the script stops it by its pid). On a failure it
+     * kills what it started, says why on stderr and exits 1.
+     *
+     * <pre>
+     * java -cp &lt;classes&gt; dev.chargeonce.testing.ServiceProcess --log FILE --port P --management-port M
+     *      [--jar quarkus-run.jar] [--timeout 90s] [--jvm-option OPTION]... [property=value]...
+     * </pre>
+     */
+    public static void main(String[] args) {
+        Builder service = builder("service");
+        List<String> jvmOptions = new ArrayList<>();
+        Duration timeout = Duration.ofSeconds(90);
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            switch (arg) {
+                case "--log" -> service.logFile(Path.of(args[++i]));
+                case "--port" -> service.port(Integer.parseInt(args[++i]));
+                case "--management-port" -> service.managementPort(Integer.parseInt(args[++i]));
+                case "--jar" -> service.jar(Path.of(args[++i]));
+                case "--timeout" -> timeout = Duration.ofSeconds(Long.parseLong(args[++i].replaceFirst("s$", "")));
+                case "--jvm-option" -> jvmOptions.add(args[++i]);
+                default -> {
+                    int eq = arg.indexOf('=');
+                    if (arg.startsWith("-") || eq <= 0) {
+                        System.err.println("ServiceProcess: unknown argument " + arg);
+                        System.exit(2);
+                    }
+                    service.config(Map.of(arg.substring(0, eq), arg.substring(eq + 1)));
+                }
+            }
+        }
+        if (!jvmOptions.isEmpty()) {
+            service.jvmOptions(jvmOptions);
+        }
+        ServiceProcess process = service.build();
+        try {
+            process.startProcess(timeout);
+        } catch (IllegalStateException e) {
+            process.close();
+            System.err.println(e.getMessage());
+            System.exit(1);
+        }
+        System.out.println(process.pid());
+        System.exit(0); // the service runs on, a child of nobody now: the script stops it by its pid
     }
 
     /**
