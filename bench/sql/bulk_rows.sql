@@ -23,7 +23,7 @@ SELECT r.id, r.client_id, CASE WHEN :'key_secret' = '' THEN r.idempotency_key EN
        END,
        r.created_at, r.created_at + interval '180 milliseconds', r.created_at + interval '180 milliseconds',
        -- the key's identity as the service computes it (KeyIdentities, version 1 under the bench's secret; version 0
-       -- for the schema before issue 14, whose statements find rows by the key): how a replay finds the row
+       -- for the earlier schema, whose statements find rows by the key): how a replay finds the row
        CASE WHEN :'key_secret' = '' THEN substr(encode(sha256(convert_to(r.client_id || chr(10) || r.idempotency_key, 'UTF8')), 'hex'), 1, 48)
             ELSE 'k001-' || substr(encode(hmac(convert_to(r.client_id || chr(10) || r.idempotency_key, 'UTF8'), decode(:'key_secret', 'base64'), 'sha256'), 'hex'), 1, 48) END
   FROM (SELECT 'chg_b' || substr(md5(n::text), 1, 23) AS id,

@@ -77,7 +77,7 @@ public class PassThroughResource {
     }
 
     /**
-     * As chargeonce's endpoints since issue 14: the body is read on the event loop, the work runs on a virtual thread of
+     * As chargeonce's endpoints do: the body is read on the event loop, the work runs on a virtual thread of
      * the executor {@code @RunOnVirtualThread} uses (chargeonce's {@code web.VirtualThreadAnswers}).
      */
     @POST
