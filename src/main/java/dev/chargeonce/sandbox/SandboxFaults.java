@@ -4,6 +4,8 @@ import dev.chargeonce.sandbox.SandboxHttp.Response;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -18,7 +20,7 @@ final class SandboxFaults {
         static Step parse(String text) {
             String[] parts = text.trim().split(":", 2);
             String kind = parts[0];
-            if (!List.of("ok", "slow", "edge", "fail_before", "fail_after", "drop", "rate_limit").contains(kind)) {
+            if (!List.of("ok", "slow", "hold", "edge", "fail_before", "fail_after", "drop", "rate_limit").contains(kind)) {
                 throw new IllegalArgumentException("unknown plan step " + text);
             }
             return new Step(kind, parts.length > 1 ? Long.parseLong(parts[1]) : 0);
@@ -36,6 +38,8 @@ final class SandboxFaults {
     /** How long every list request takes (a list of 100 objects on a busy account is not instant). */
     private volatile long listLatencyMillis;
     private final ConcurrentLinkedQueue<Step> plan = new ConcurrentLinkedQueue<>();
+    /** What the creates on a {@code hold} step wait for: counted down (and replaced) by {@code release=1}. */
+    private volatile CountDownLatch release = new CountDownLatch(1);
 
     // ---- switches ----------------------------------------------------------------------------------------------
 
@@ -93,6 +97,9 @@ final class SandboxFaults {
         if (query.containsKey("list_empty_has_more")) listEmptyHasMore.set(Integer.parseInt(query.get("list_empty_has_more")));
         if (query.containsKey("list_rate_limit")) listRateLimit.set(Integer.parseInt(query.get("list_rate_limit")));
         if (query.containsKey("list_latency_ms")) listLatencyMillis = Long.parseLong(query.get("list_latency_ms"));
+        if (query.containsKey("release")) {
+            releaseHeld();
+        }
         if (query.containsKey("plan")) {
             plan.clear();
             if (!query.get("plan").isBlank()) {
@@ -104,7 +111,23 @@ final class SandboxFaults {
                 + ",\"rate_limit\":" + rateLimit.get() + ",\"plan_left\":" + plan.size() + "}";
     }
 
-    /** Every switch off, the plan empty. */
+    /** Lets every create on a {@code hold} step execute now; a later {@code hold} waits for the next release. */
+    void releaseHeld() {
+        CountDownLatch released = release;
+        release = new CountDownLatch(1);
+        released.countDown();
+    }
+
+    /** A {@code hold} step: waits for {@link #releaseHeld} or {@code maxMillis}, whichever comes first. */
+    void awaitRelease(long maxMillis) {
+        try {
+            release.await(maxMillis, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Every switch off, the plan empty, held creates let go. */
     void clear() {
         failBefore.set(0);
         failAfter.set(0);
@@ -115,6 +138,7 @@ final class SandboxFaults {
         listLatencyMillis = 0;
         plan.clear();
         latencyMillis = 0;
+        releaseHeld();
     }
 
     // ---- what the next request meets ----------------------------------------------------------------------------

@@ -80,7 +80,11 @@ final class SandboxIdempotency {
         executing.incrementAndGet();
         Response answer;
         try {
-            SandboxFaults.sleep(kind.equals("slow") ? step.millis() : faults.latencyMillis());
+            if (kind.equals("hold")) {
+                faults.awaitRelease(step.millis());
+            } else {
+                SandboxFaults.sleep(kind.equals("slow") ? step.millis() : faults.latencyMillis());
+            }
             answer = execution.execute(idempotencyKey, params, kind);
         } finally {
             executing.decrementAndGet();

@@ -23,7 +23,7 @@ import java.util.Map;
  *
  * <p>Control plane under {@code /_sandbox}: {@code GET ledger} ({@code ?charge_id=} or {@code ?key=}, the
  * {@code chargeonce_key} metadata), {@code GET stats}, {@code POST reset},
- * {@code POST faults?latency_ms=&fail_before=&fail_after=&drop_after=&rate_limit=&list_empty_has_more=&list_latency_ms=&plan=},
+ * {@code POST faults?latency_ms=&fail_before=&fail_after=&drop_after=&rate_limit=&list_empty_has_more=&list_latency_ms=&plan=&release=},
  * {@code POST seed}, {@code POST payment_intents/{id}/backdate?seconds=}
  * (PaymentIntents made behind the service's back: {@code count}, {@code created_from}, {@code created_to},
  * {@code status}, {@code metadata[...]}) and {@code POST payment_intents/{id}/settle?status=} (a pending payment
@@ -31,7 +31,8 @@ import java.util.Map;
  *
  * <p>{@code plan} scripts the next create requests one by one, before any counter: a comma-separated list of
  * steps, e.g. {@code plan=slow:3000,edge,ok}. {@code slow:N} executes after N ms whether or not the client
- * is still waiting (a request keeps running at Stripe after the client gave up); {@code edge} is a 5xx from Stripe's
+ * is still waiting (a request keeps running at Stripe after the client gave up); {@code hold:N} executes when the
+ * control plane says {@code release=1} (or after N ms): a test decides when Stripe answers; {@code edge} is a 5xx from Stripe's
  * edge: not JSON, no {@code Request-Id}, nothing executed and nothing stored for the key.
  *
  * <p>The payment method {@code pm_sandbox_processing} leaves its PaymentIntent {@code processing} (as a bank debit
@@ -135,6 +136,11 @@ public final class StripeSandbox implements AutoCloseable {
     /** Scripts the next create requests, one step each (see the class comment). */
     public void plan(String... steps) {
         faults.plan(steps);
+    }
+
+    /** Lets every create held on a {@code hold} step execute now. */
+    public void releaseHeld() {
+        faults.releaseHeld();
     }
 
     /** Steps of the plan not used yet. */

@@ -3,12 +3,14 @@ package dev.chargeonce.waiting;
 import dev.chargeonce.idempotency.Claims;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.KeyAnswer;
+import io.micrometer.core.instrument.MeterRegistry;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
@@ -38,10 +40,13 @@ public class WaitThenReplay {
      * and find it held (they wait on) or answered (the replay), instead of a burst of takeovers with one Stripe key.
      */
     private final Map<String, ReentrantLock> claiming = new ConcurrentHashMap<>();
+    /** Requests held now, waiting for a key in flight (the gauge {@code chargeonce.waiting.requests}). */
+    private final AtomicInteger held = new AtomicInteger();
 
-    WaitThenReplay(KeyChangeListener listener, Claims claims) {
+    WaitThenReplay(KeyChangeListener listener, Claims claims, MeterRegistry metrics) {
         this.listener = listener;
         this.claims = claims;
+        metrics.gauge("chargeonce.waiting.requests", held);
     }
 
     /**
@@ -53,6 +58,18 @@ public class WaitThenReplay {
         if (seconds <= 0 || !listener.listening()) {
             return answer;
         }
+        if (answer.status() != 409) {
+            return answer;
+        }
+        held.incrementAndGet();
+        try {
+            return waitForAnswer(op, clientId, seconds, attempt, answer);
+        } finally {
+            held.decrementAndGet();
+        }
+    }
+
+    private KeyAnswer waitForAnswer(Operation op, String clientId, int seconds, Supplier<KeyAnswer> attempt, KeyAnswer answer) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         int unlocated = 0;
         boolean waited = false;

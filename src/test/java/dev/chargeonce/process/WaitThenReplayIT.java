@@ -31,13 +31,16 @@ import org.junit.jupiter.api.TestInstance;
  * Wait-then-replay across two packaged instances: 200 duplicates ({@code Prefer: wait=30}), half on each instance,
  * arrive while the first request is at Stripe. They are held without a database connection or a platform thread
  * each, and all answered the first request's answer as soon as it finished, woken by the finishing statement's
- * NOTIFY on whichever instance they wait (the first request runs on instance A).
+ * NOTIFY on whichever instance they wait (the first request runs on instance A). Stripe holds the first request
+ * until the instances' gauges count all 200 waiting: on a busy machine 200 requests take seconds to arrive, and one
+ * arriving after the first finished is a plain replay, which is not what this test is about.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class WaitThenReplayIT {
 
     private static final int WAITERS = 200;
-    private static final long FIRST_AT_STRIPE_MILLIS = 6_000;
+    /** The longest the first request is held at Stripe: the 200 waiters are all counted well before. */
+    private static final long FIRST_HELD_AT_MOST_MILLIS = 25_000;
 
     ProcessEnvironment env;
     ServiceProcess instanceA;
@@ -106,7 +109,8 @@ class WaitThenReplayIT {
     void twoHundredWaitersOnTwoInstancesAreAnsweredTheReplayWhenTheFirstFinishes() throws Exception {
         String key = UUID.randomUUID().toString();
         double threadsBefore = Math.max(metric(instanceA, "jvm_threads_live_threads"), metric(instanceB, "jvm_threads_live_threads"));
-        env.stripe.plan("slow:" + FIRST_AT_STRIPE_MILLIS);
+        env.stripe.plan("hold:" + FIRST_HELD_AT_MOST_MILLIS);
+        long heldSince = System.nanoTime();
         CompletableFuture<HttpResponse<String>> first = http.sendAsync(charge(instanceA, key, null), HttpResponse.BodyHandlers.ofString());
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!"processing".equals(keyStatus(instanceA, key))) {
@@ -120,26 +124,27 @@ class WaitThenReplayIT {
             waiters.add(http.sendAsync(charge(instance, key, "wait=30"), HttpResponse.BodyHandlers.ofString())
                     .thenApply(r -> new Waited(r, System.nanoTime())));
         }
-        // While they wait: the pools are not held by them, nor are platform threads (one per waiter would be 100 more).
-        // Sampled for a few seconds, the least taken: a waiter's own statements (its claim, marking the row awaited)
-        // and the background jobs use a connection for a moment, while 100 waiters per instance holding one would
-        // keep both pools (32 each) full at every sample.
-        Thread.sleep(1_000);
+        // Every waiter arrived and is held; then, while they wait: the pools are not held by them, nor are platform
+        // threads (one per waiter would be 100 more). Sampled for a second, the least taken: the background jobs use
+        // a connection for a moment, while 100 waiters per instance holding one would keep both pools (32 each) full.
+        double waiting = 0;
+        long allArriveBy = heldSince + TimeUnit.MILLISECONDS.toNanos(FIRST_HELD_AT_MOST_MILLIS - 5_000);
+        while ((waiting = metric(instanceA, "chargeonce_waiting_requests") + metric(instanceB, "chargeonce_waiting_requests")) < WAITERS) {
+            assertTrue(System.nanoTime() < allArriveBy, "all " + WAITERS + " waiters arrive while Stripe holds the first; "
+                    + waiting + " waiting");
+            Thread.sleep(50);
+        }
         assertTrue(!first.isDone(), "the first request is still at Stripe while the waiters wait");
-        long done = waiters.stream().filter(CompletableFuture::isDone).count();
         double activeConnections = Double.MAX_VALUE;
         double threadsWaiting = Double.MAX_VALUE;
-        // Until the first request is answered (it is 6 s at Stripe), at most 4.5 s: on a busy machine the 200 waiters'
-        // own statements take seconds to get through the pools (a CI run with a second suite beside it saw 17 at 3 s).
-        long sampleUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(4_500);
-        int samples = 0;
-        while (samples == 0 || (System.nanoTime() < sampleUntil && !first.isDone())) {
+        for (int samples = 0; samples < 10; samples++) {
             activeConnections = Math.min(activeConnections, metric(instanceA, "agroal_active_count") + metric(instanceB, "agroal_active_count"));
             threadsWaiting = Math.min(threadsWaiting,
                     Math.max(metric(instanceA, "jvm_threads_live_threads"), metric(instanceB, "jvm_threads_live_threads")));
-            samples++;
             Thread.sleep(100);
         }
+        long done = waiters.stream().filter(CompletableFuture::isDone).count();
+        env.stripe.releaseHeld();
 
         HttpResponse<String> original = first.get(60, TimeUnit.SECONDS);
         long firstAnswered = System.nanoTime();
