@@ -222,9 +222,9 @@ final class ChargeAudit {
 
     /**
      * Every final answer against the first one and the row. A row that was never lost answers byte for byte the
-     * same, always. After a lost row, a new row answers for the key: its answers may carry the new row's charge
-     * id and creation time, nothing else may differ (same status code, PaymentIntent, amount, currency, status,
-     * decline); answers of one row are still byte for byte the same; and every answer names a row the key had.
+     * same, always. After a lost row, a new row answers for the key under the same charge id (a charge's id is its
+     * key identity's); its answers may carry the new row's creation time, nothing else may differ (same status
+     * code, PaymentIntent, amount, currency, status, decline); answers of one row are still byte for byte the same.
      */
     static void checkAnswers(Audit a, Payment p, Row row, Answer first, String where, long t0) {
         List<Answer> finals = List.copyOf(p.finals);
@@ -263,7 +263,8 @@ final class ChargeAudit {
         boolean unknown = false;
         for (Answer later : finals) {
             String chargeId = later.chargeId();
-            if (!unknown && (chargeId == null || !rowsOfKey.contains(chargeId))) {
+            if (!unknown && (chargeId == null || !rowsOfKey.contains(chargeId)
+                    || (first.chargeId() != null && !chargeId.equals(first.chargeId())))) {
                 unknown = true;
                 a.answersOfUnknownRows++;
                 a.note("ANSWER OF AN UNKNOWN ROW", where + ": " + later.describe() + p.story(t0));

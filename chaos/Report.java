@@ -53,7 +53,7 @@ final class Report {
         metrics.put("payments with a final answer and no row", x -> x.rowsMissing);
         metrics.put("payments without a final answer (parked after a lost row excluded)", x -> x.neverFinal);
         metrics.put("payments whose answers differ (replay ≠ first; after a lost row: beyond id, created)", x -> x.replayMismatches);
-        metrics.put("answers naming a row the key never had", x -> x.answersOfUnknownRows);
+        metrics.put("answers naming a row the key never had, or another charge id than the first", x -> x.answersOfUnknownRows);
         metrics.put("first answer ≠ the row's stored answer", x -> x.rowAnswerMismatches);
         metrics.put("key reused with another body: sent / 422 / accepted", x -> x.conflictsSent + " / " + x.conflictsRefused
                 + " / " + x.conflictsCharged);

@@ -24,7 +24,10 @@ public final class ChargeRequestParser {
 
     /** Stripe's largest amount in minor units (eight digits). */
     public static final long MAX_AMOUNT = 99_999_999L;
-    /** Stripe allows 50 metadata keys; this service writes 3 of its own (charge id, client, attempt). */
+    /**
+     * Stripe allows 50 metadata keys; this service writes 3 of its own (identity, client, attempt), and a fourth,
+     * the request's fingerprint, when the client's leave room for it.
+     */
     static final int MAX_METADATA_KEYS = 50 - 3;
     static final int MAX_METADATA_KEY_LENGTH = 40;
     static final int MAX_METADATA_VALUE_LENGTH = 500;

@@ -5,7 +5,6 @@ import dev.chargeonce.idempotency.Claim;
 import dev.chargeonce.idempotency.Fingerprint;
 import dev.chargeonce.idempotency.IdempotencyKey;
 import dev.chargeonce.idempotency.Claims;
-import dev.chargeonce.idempotency.RowIds;
 import dev.chargeonce.idempotency.NewIntent;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.operation.Admission;
@@ -76,7 +75,7 @@ public class ChargeService {
             customers.check(clientId, request.customer()); // another client's customer is refused before any claim
         }
         String canonical = request.canonicalJson();
-        NewIntent intent = new NewIntent(Operation.CHARGE, newChargeId(), clientId, key, Fingerprint.of(METHOD, PATH, canonical),
+        NewIntent intent = new NewIntent(Operation.CHARGE, ChargeQueries.PREFIX, clientId, key, Fingerprint.of(METHOD, PATH, canonical),
                 canonical, request.amount(), request.currency(), origin);
         try (Admission.Ticket ticket = admission.enter()) {
             Claim claim;
@@ -98,9 +97,5 @@ public class ChargeService {
             }
             return new Charged(driver.answer(claim, side, request), claim);
         }
-    }
-
-    static String newChargeId() {
-        return RowIds.next(ChargeQueries.PREFIX);
     }
 }

@@ -4,8 +4,11 @@ import com.stripe.model.PaymentIntent;
 import dev.chargeonce.idempotency.ChargeStatus;
 import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.CommandResults;
+import dev.chargeonce.idempotency.Fingerprint;
+import dev.chargeonce.idempotency.RowIds;
 import dev.chargeonce.idempotency.Finishes.Final;
 import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.operation.EarlierRequest;
 import dev.chargeonce.operation.RowRef;
 import dev.chargeonce.operation.StripeSide;
 import dev.chargeonce.stripe.PaymentOrder;
@@ -61,13 +64,55 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
         return stripe.createAndConfirm(new PaymentOrder(identity(intent), intent.clientId(), intent.stripeAttempt(),
                 StripeKeys.ofIdentity(false, identity(intent), intent.stripeAttempt()), request.amount(),
                 request.currency(), request.paymentMethod(), request.customer(), request.description(), request.metadata(),
-                sendBefore));
+                requestFingerprint(intent, request), sendBefore));
+    }
+
+    /**
+     * The fingerprint a row's PaymentIntent carries, version 2 whatever the rows are written with (what Stripe sees
+     * of a row never changes between its sends). Only rows whose id is their identity's: a row claimed by a version
+     * before that sent its first request without it, and Stripe would refuse a later one with it. Not when the
+     * client's metadata leaves no room under Stripe's 50 keys.
+     */
+    static String requestFingerprint(ClaimedIntent intent, ChargeRequest request) {
+        if (!intent.id().equals(RowIds.ofIdentity(ChargeQueries.PREFIX, identity(intent)))
+                || request.metadata().size() >= ChargeRequestParser.MAX_METADATA_KEYS) {
+            return null;
+        }
+        return Fingerprint.of(ChargeService.METHOD, ChargeService.PATH, request.canonicalJson()).stored(2);
     }
 
     @Override
     public Optional<StripeOutcome> find(ClaimedIntent intent, ChargeRequest request, Instant from, Instant until, int maxPages,
                                         BooleanSupplier stillHolding) {
         return stripe.findPaymentIntent(identity(intent), intent.id(), from, until, maxPages, stillHolding);
+    }
+
+    @Override
+    public Optional<EarlierRequest> earlierRequest(ClaimedIntent intent, ChargeRequest request, Instant from, Instant until,
+                                                   int maxPages, BooleanSupplier stillHolding) {
+        return stripe.findPaymentIntentMade(identity(intent), from, until, maxPages, stillHolding)
+                .filter(pi -> pi.getMetadata() != null && pi.getMetadata().get(PaymentOrder.REQUEST) != null)
+                .map(pi -> {
+                    String fingerprint = pi.getMetadata().get(PaymentOrder.REQUEST);
+                    ChargeRequest earlier = requestOf(pi);
+                    return new EarlierRequest(StripeGateway.classify(pi), fingerprint, earlier.canonicalJson(),
+                            earlier.amount(), earlier.currency(),
+                            Fingerprint.of(ChargeService.METHOD, ChargeService.PATH, request.canonicalJson()).matches(fingerprint));
+                });
+    }
+
+    /** The request a PaymentIntent was created by, as far as it shows it: every field is sent, the metadata less ours. */
+    private static ChargeRequest requestOf(PaymentIntent pi) {
+        java.util.SortedMap<String, String> metadata = new java.util.TreeMap<>();
+        if (pi.getMetadata() != null) {
+            pi.getMetadata().forEach((key, value) -> {
+                if (!key.startsWith(ChargeRequestParser.RESERVED_METADATA_PREFIX)) {
+                    metadata.put(key, value);
+                }
+            });
+        }
+        return new ChargeRequest(pi.getAmount(), pi.getCurrency(), pi.getPaymentMethod(), pi.getCustomer(),
+                pi.getDescription(), metadata);
     }
 
     @Override

@@ -31,6 +31,13 @@ public record ClaimedIntent(Operation operation, String id, String clientId, Str
 
     public static final String SERVER_ERROR = "server_error";
 
+    /** This row holding another request (see {@link Claims#takeOnEarlierRequest}). */
+    public ClaimedIntent withRequest(String requestJson, long amount, String currency) {
+        return new ClaimedIntent(operation, id, clientId, requestJson, amount, currency, leaseGeneration, leaseAcquiredNanos,
+                stripeAttempt, lastStripeError, keyBeyondHorizon, createdAt, stripeKeyFirstSent, stripeKeyLastSent,
+                stripeObjectId, pendingChecks, databaseNow, stripeIdentity);
+    }
+
     /** No holder of this row has ever sent the current Stripe key. */
     public boolean keyNeverSent() {
         return stripeKeyLastSent == null;

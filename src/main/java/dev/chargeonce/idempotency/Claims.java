@@ -115,10 +115,11 @@ public class Claims {
             return existing;
         }
         String identity = lookup.get(0); // the write version's: what a new row gets
+        String id = RowIds.ofIdentity(intent.idPrefix(), identity);
         long acquired = System.nanoTime();
         try (PreparedStatement ps = c.prepareStatement(sql(intent.operation()).claim())) {
             int i = 1;
-            ps.setString(i++, intent.id());
+            ps.setString(i++, id);
             ps.setString(i++, intent.clientId());
             // The key itself is not stored: only a Kafka command's event id, the key of its result records (and
             // every key in the first step of the upgrade from a release before V1.13.0: KeyIdentities#storesKeys).
@@ -132,7 +133,7 @@ public class Claims {
             ps.setString(i++, identity);
             ps.setString(i, intent.origin());
             try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? Optional.of(Row.inserted(rs, intent, identity, acquired)) : Optional.empty();
+                return rs.next() ? Optional.of(Row.inserted(rs, id, intent, identity, acquired)) : Optional.empty();
             }
         }
     }
@@ -248,6 +249,23 @@ public class Claims {
             ps.setString(2, holder.id());
             ps.setInt(3, holder.leaseGeneration());
             ps.setString(4, holder.clientId());
+        }) == 1;
+    }
+
+    /**
+     * A charge's row takes on the request that first used its key (its stored fingerprint, its request rebuilt from
+     * the Stripe object): that request's row was lost by the database, and this row was claimed by another one.
+     * False when the holder lost its lease.
+     */
+    public boolean takeOnEarlierRequest(ClaimedIntent holder, String fingerprint, String requestJson, long amount, String currency) {
+        return Jdbc.update(primary, sql(holder.operation()).takeOnEarlierRequest(), ps -> {
+            ps.setString(1, fingerprint);
+            ps.setString(2, requestJson);
+            ps.setLong(3, amount);
+            ps.setString(4, currency);
+            ps.setString(5, holder.id());
+            ps.setInt(6, holder.leaseGeneration());
+            ps.setString(7, holder.clientId());
         }) == 1;
     }
 

@@ -98,13 +98,17 @@ public final class Fingerprint {
     }
 
     public static String sha256Hex(String text) {
+        return HexFormat.of().formatHex(sha256(text));
+    }
+
+    static byte[] sha256(String text) {
         MessageDigest sha256;
         try {
             sha256 = (MessageDigest) SHA_256.clone();
         } catch (CloneNotSupportedException e) {
             throw new IllegalStateException("checked when the class loaded", e);
         }
-        return HexFormat.of().formatHex(sha256.digest(text.getBytes(StandardCharsets.UTF_8)));
+        return sha256.digest(text.getBytes(StandardCharsets.UTF_8));
     }
 
     /** A stored fingerprint of a version this code cannot compute: comparing it would guess. */

@@ -24,9 +24,9 @@ record Row(boolean fresh, String id, String clientId, String fingerprint, String
      * A row the claim just inserted: what the database chose (lease generation, clocks) from the statement, the
      * rest as inserted. Its lease is whole: the configured lease from when the statement started.
      */
-    static Row inserted(ResultSet rs, NewIntent intent, String identity, long acquired) throws SQLException {
+    static Row inserted(ResultSet rs, String id, NewIntent intent, String identity, long acquired) throws SQLException {
         Timestamp created = rs.getTimestamp("created_at");
-        return new Row(true, intent.id(), intent.clientId(), null, intent.requestJson(), intent.amount(),
+        return new Row(true, id, intent.clientId(), null, intent.requestJson(), intent.amount(),
                 intent.currency(), IntentStatus.PROCESSING, rs.getInt("lease_gen"), 1, null, false, 0, null, created, null,
                 rs.getTimestamp("stripe_key_first_sent"), null, null, 0, identity, created, false, Long.MAX_VALUE,
                 acquired);

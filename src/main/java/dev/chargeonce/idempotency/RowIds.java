@@ -48,6 +48,28 @@ public final class RowIds {
         return shown.toString();
     }
 
+    /**
+     * The id of the row a key's identity claims: {@code prefix} and 24 base-62 digits of a digest of the identity.
+     * A function of the identity alone, so that a row the database lost (a failover to an asynchronous standby, a
+     * restore) and a retry claimed again gets the very id its first answer gave: the charge id a client stored,
+     * a result consumer counted and {@code GET} looks up stays the payment's. The identity is a keyed hash, so the
+     * id tells nothing of the key. (Such ids are not time-ordered: the primary key takes them at a random leaf,
+     * as the identity's own unique index already does.)
+     */
+    public static String ofIdentity(String prefix, String identity) {
+        byte[] digest = Fingerprint.sha256("chargeonce-row-id\n" + prefix + '\n' + identity);
+        java.math.BigInteger value = new java.math.BigInteger(1, digest);
+        java.math.BigInteger base = java.math.BigInteger.valueOf(ALPHABET.length);
+        char[] id = new char[prefix.length() + 24];
+        prefix.getChars(0, prefix.length(), id, 0);
+        for (int i = id.length - 1; i >= prefix.length(); i--) {
+            java.math.BigInteger[] qr = value.divideAndRemainder(base);
+            id[i] = ALPHABET[qr[1].intValue()];
+            value = qr[0];
+        }
+        return new String(id);
+    }
+
     public static String next(String prefix) {
         return next(prefix, System.currentTimeMillis());
     }

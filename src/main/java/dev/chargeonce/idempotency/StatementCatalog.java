@@ -319,6 +319,16 @@ public final class StatementCatalog {
              WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
             """;
 
+    /**
+     * A charge's row takes on the request that first used its key, whose row the database lost: Stripe refused
+     * this row's own request for it (see {@code OperationDriver#takeOnEarlierRequest}). Fenced as every write.
+     */
+    private static final String TAKE_ON_EARLIER_REQUEST = """
+            UPDATE {t}
+               SET fingerprint = ?, request = ?, amount = ?, currency = ?, updated_at = statement_timestamp()
+             WHERE id = ? AND lease_gen = ? AND status = 'processing' AND client_id = ?
+            """;
+
     private static final String MARK_FOR_RECONCILIATION = """
             UPDATE {t}
                SET needs_reconciliation = true, reconciliation_reason = ?, lease_until = statement_timestamp(),
@@ -401,7 +411,7 @@ public final class StatementCatalog {
                        String dueAcceptedCandidates, String takeDueAccepted, String release, String nextAttempt,
                        String renewLease, String park, String peek, String countAttention, String finishedCandidates,
                        String deleteFinished, String answerOf, String scheduleRecheck, String finishByOperator,
-                       String abandonByOperator) {
+                       String abandonByOperator, String takeOnEarlierRequest) {
 
         static Sql of(Operation op) {
             java.util.function.UnaryOperator<String> r = sql -> sql
@@ -418,7 +428,7 @@ public final class StatementCatalog {
                     r.apply(TAKE_DUE_ACCEPTED), r.apply(RELEASE), r.apply(NEXT_STRIPE_ATTEMPT), r.apply(RENEW_LEASE),
                     r.apply(MARK_FOR_RECONCILIATION), r.apply(PEEK), r.apply(COUNT_ATTENTION_ROWS), r.apply(FINISHED_CANDIDATES),
                     r.apply(DELETE_FINISHED), r.apply(ANSWER_OF), r.apply(SCHEDULE_RECHECK), r.apply(FINISH_BY_OPERATOR),
-                    r.apply(ABANDON_BY_OPERATOR));
+                    r.apply(ABANDON_BY_OPERATOR), op == Operation.CHARGE ? r.apply(TAKE_ON_EARLIER_REQUEST) : null);
         }
     }
 

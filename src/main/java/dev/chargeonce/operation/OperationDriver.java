@@ -88,7 +88,13 @@ public class OperationDriver {
 
     /** Drives a row taken over by the recovery worker: its request is read back from the row. */
     public KeyAnswer drive(ClaimedIntent intent) {
-        return driveParsed(intent, side(intent.operation()));
+        try {
+            return driveParsed(intent, side(intent.operation()));
+        } catch (ApiException e) {
+            // The row took on the request that first used its key (takeOnEarlierRequest): this request's answer is
+            // 422, nobody waits for it; the row holds the earlier request's outcome.
+            return KeyAnswer.first(new dev.chargeonce.idempotency.StoredAnswer(e.status(), e.code()));
+        }
     }
 
     private <R> KeyAnswer driveParsed(ClaimedIntent intent, StripeSide<R> side) {
@@ -132,9 +138,7 @@ public class OperationDriver {
             }
             case Claim.Mismatch mismatch -> {
                 metrics.mismatch(op);
-                throw new ApiException(422, "idempotency_error", "idempotency_key_reused",
-                        "This Idempotency-Key was already used with a different request. Use a new key for a new "
-                                + (op == Operation.REFUND ? "refund." : "payment."), IdempotencyKey.HEADER, null);
+                throw keyReused(op);
             }
             case Claim.UnderReconciliation parked -> RetryLaterAnswers.underReconciliation(op);
             case Claim.Unheld unheld -> {
@@ -196,10 +200,57 @@ public class OperationDriver {
                 Instant createdBy = earliest(databaseNow(intent), intent.keyPaymentCreatedBy(stripeConfig.requestMaxDuration()));
                 yield lookUpThenMoveOn(intent, side, request, createdBy, call);
             }
-            case StripeOutcome.KeyConflict c -> park(intent, "Stripe refused the key, first used with other parameters: "
-                    + "this row's history was lost (failover, restore) and the retry's body differs. " + c.reason());
+            case StripeOutcome.KeyConflict c -> takeOnEarlierRequest(intent, side, request, c);
             default -> settle(intent, side, request, call.outcome(), call.sinceLastSend());
         };
+    }
+
+    /**
+     * Stripe refused the row's request: its key was first used with other parameters. Everything Stripe sees is
+     * derived from (client, key, request), so the key had a row the database lost (a failover to an asynchronous
+     * standby, a restore) and this row was claimed by another request. The key's Stripe object says which request
+     * came first: the row takes it on (its fingerprint and request) with its outcome, as if it had never been lost,
+     * so the first request's retry is answered what it was, and this request is told {@code 422}. When nothing says
+     * (none found, or made by a version that did not write the request's fingerprint), the row is parked.
+     */
+    private <R> KeyAnswer takeOnEarlierRequest(ClaimedIntent intent, StripeSide<R> side, R request, StripeOutcome.KeyConflict conflict) {
+        Instant now = databaseNow(intent);
+        Optional<EarlierRequest> found;
+        try {
+            found = side.earlierRequest(intent, request, now.minus(stripeConfig.lostHistoryLookback()), now,
+                    stripeConfig.lostHistoryMaxPages(), keepingLease(intent));
+        } catch (StripeGateway.LookupAbandonedException e) {
+            return answerOfRow(intent);
+        } catch (StripeGateway.LookupTooLargeException e) {
+            return park(intent, "Stripe refused the key, first used with other parameters, and the search for the"
+                    + " request that used it is too large: " + e.getMessage());
+        } catch (StripeGateway.LookupFailedException e) {
+            LOG.warnf("%s: Stripe refused the key, first used with other parameters; the search failed (%s)",
+                    intent.id(), e.getMessage());
+            return release(intent, new LeaseRelease(null, null, null, null),
+                    RetryLaterAnswers.stripeOutcomeUnknown(intent.operation(), RETRY_SOON));
+        }
+        if (found.isEmpty() || found.get().sameAsThis()) {
+            return park(intent, "Stripe refused the key, first used with other parameters: this row's history was lost"
+                    + " (failover, restore), the retry's body differs, and no Stripe object of the key tells the first"
+                    + " request. " + conflict.reason());
+        }
+        EarlierRequest earlier = found.get();
+        if (!claims.takeOnEarlierRequest(intent, earlier.fingerprint(), earlier.requestJson(), earlier.amount(), earlier.currency())) {
+            return answerOfRow(intent);
+        }
+        LOG.warnf("%s: the key was first used by another request, whose row the database lost: the row holds that"
+                + " request again, and this one is refused", intent.id());
+        ClaimedIntent restored = intent.withRequest(earlier.requestJson(), earlier.amount(), earlier.currency());
+        settle(restored, side, side.parse(earlier.requestJson()), earlier.outcome(), null);
+        metrics.mismatch(intent.operation());
+        throw keyReused(intent.operation());
+    }
+
+    private static ApiException keyReused(Operation op) {
+        return new ApiException(422, "idempotency_error", "idempotency_key_reused",
+                "This Idempotency-Key was already used with a different request. Use a new key for a new "
+                        + (op == Operation.REFUND ? "refund." : "payment."), IdempotencyKey.HEADER, null);
     }
 
     /** What Stripe (or a lookup, or a retrieve) said about a PaymentIntent: the key's answer, or pending. */

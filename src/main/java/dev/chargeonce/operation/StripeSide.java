@@ -37,6 +37,17 @@ public interface StripeSide<R> {
                                  BooleanSupplier stillHolding);
 
     /**
+     * The object any attempt of this key made, with the request that made it as its metadata tells it: what a row
+     * rebuilds itself from when Stripe refuses its request because another one came first with the key (the
+     * database lost that request's row). Empty when nothing is found, or nothing tells the request (an object made
+     * by a version that did not write it); an operation that cannot tell always answers empty (its rows are parked).
+     */
+    default Optional<EarlierRequest> earlierRequest(ClaimedIntent intent, R request, Instant from, Instant until,
+                                                    int maxPages, BooleanSupplier stillHolding) {
+        return Optional.empty();
+    }
+
+    /**
      * The object as Stripe has it now, by id; with {@code giveUp}, canceled at Stripe first when it still waits for
      * the customer and the operation gives up on such waits (a 3-D Secure never completed), so that it can never be
      * completed later unnoticed.

@@ -46,6 +46,9 @@ final class StripeCreates {
                 .putMetadata(PaymentOrder.KEY, order.identity())
                 .putMetadata(PaymentOrder.CLIENT_ID, order.clientId())
                 .putMetadata(PaymentOrder.ATTEMPT, Integer.toString(order.attempt()));
+        if (order.requestFingerprint() != null) {
+            params.putMetadata(PaymentOrder.REQUEST, order.requestFingerprint());
+        }
         if (order.customer() != null) {
             params.setCustomer(order.customer());
         }

@@ -196,6 +196,12 @@ public class StripeGateway {
         return lookups.findPaymentIntent(identity, legacyChargeId, from, until, maxPages, stillHolding);
     }
 
+    /** As {@link #findPaymentIntent}, the PaymentIntent itself: its metadata tells what request made it. */
+    public Optional<PaymentIntent> findPaymentIntentMade(String identity, Instant from, Instant until, int maxPages,
+                                                         BooleanSupplier stillHolding) {
+        return lookups.findPaymentIntentMade(identity, null, from, until, maxPages, stillHolding);
+    }
+
     /**
      * Finds the refund a refund key made (its {@code chargeonce_key} metadata), among the refunds of the
      * PaymentIntent created in {@code [from, until]} (widened by the skew), paging to the end.

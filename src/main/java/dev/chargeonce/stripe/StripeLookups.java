@@ -51,6 +51,13 @@ final class StripeLookups {
     /** See {@link StripeGateway#findPaymentIntent}. */
     Optional<StripeOutcome> findPaymentIntent(String identity, String legacyChargeId, Instant from, Instant until,
                                               int maxPages, BooleanSupplier stillHolding) {
+        return findPaymentIntentMade(identity, legacyChargeId, from, until, maxPages, stillHolding)
+                .map(StripeOutcomes::ofPaymentIntent);
+    }
+
+    /** See {@link StripeGateway#findPaymentIntentMade}. */
+    Optional<PaymentIntent> findPaymentIntentMade(String identity, String legacyChargeId, Instant from, Instant until,
+                                                  int maxPages, BooleanSupplier stillHolding) {
         long gte = from.minus(config.lookupSkew()).getEpochSecond();
         long lte = until.plus(config.lookupSkew()).getEpochSecond();
         List<PaymentIntent> matches = listToTheEnd("PaymentIntents", maxPages, stillHolding, startingAfter -> {
@@ -64,8 +71,7 @@ final class StripeLookups {
         }, pi -> pi.getMetadata() != null && (identity.equals(pi.getMetadata().get(PaymentOrder.KEY))
                 || (legacyChargeId != null && legacyChargeId.equals(pi.getMetadata().get(PaymentOrder.LEGACY_CHARGE_ID)))),
                 PaymentIntent::getId);
-        return pick("charge", identity, matches, PaymentIntent::getStatus, duplicatePaymentIntents)
-                .map(StripeOutcomes::ofPaymentIntent);
+        return pick("charge", identity, matches, PaymentIntent::getStatus, duplicatePaymentIntents);
     }
 
     /** See {@link StripeGateway#findRefund}. */

@@ -145,7 +145,7 @@ class KeyHorizonTest {
     }
 
     private String insertAbandonedRow(String key, String age, String lastStripeError) throws Exception {
-        String chargeId = ChargeService.newChargeId();
+        String chargeId = dev.chargeonce.idempotency.RowIds.next("chg_");
         String canonical = ChargeRequestParser.parse(ChargeApiTest.VISA.getBytes(StandardCharsets.UTF_8)).canonicalJson();
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,

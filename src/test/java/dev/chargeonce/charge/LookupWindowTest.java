@@ -112,7 +112,7 @@ class LookupWindowTest {
                                             lease_until, stripe_key_first_sent, created_at, last_stripe_error, stripe_identity)
                 VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - ?::interval,
                         now() - ?::interval, now() - ?::interval, 'server_error', ?)""")) {
-            ps.setString(1, ChargeService.newChargeId());
+            ps.setString(1, dev.chargeonce.idempotency.RowIds.next("chg_"));
             ps.setString(2, ACME);
             ps.setString(3, null); // keys are not stored: the identity finds the row
             ps.setString(4, Fingerprint.of("POST", "/v1/charges", canonical).stored());

@@ -53,17 +53,20 @@ class LostRowTest {
     }
 
     @Test
-    void aRetryAfterTheRowWasLostAnswersTheOriginalPaymentIntent() throws Exception {
+    void aRetryAfterTheRowWasLostAnswersTheOriginalPaymentIntentUnderTheFirstChargeId() throws Exception {
         String key = UUID.randomUUID().toString();
         Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
         first.then().statusCode(201);
         String original = first.jsonPath().getString("payment_intent");
+        String chargeId = first.jsonPath().getString("id");
 
         loseRow(key);
         Response after = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
 
         assertEquals(201, after.statusCode(), after.asString());
         assertEquals(original, after.jsonPath().getString("payment_intent"), "the original PaymentIntent, recovered from Stripe");
+        assertEquals(chargeId, after.jsonPath().getString("id"), "the charge id the first answer gave");
+        assertChargeReadable(chargeId, original);
         assertOnlyPaymentIntent(key, original);
     }
 
@@ -105,20 +108,41 @@ class LostRowTest {
         assertOnlyPaymentIntent(key, original);
     }
 
+    /**
+     * The row is lost; the next request with the key carries another body (a client reusing its key by mistake):
+     * Stripe refuses it (the key was first used with other parameters), the key's PaymentIntent says which request
+     * came first, and the row takes that request on again. The other body is told 422; the original's retry gets
+     * its 201 with the first charge id, and the charge is read under it.
+     */
     @Test
-    void aLostRowRetriedWithAnotherBodyIsParkedNotCharged() throws Exception {
+    void aLostRowRetriedWithAnotherBodyFirstIsRefusedAndTheOriginalGetsItsAnswerBack() throws Exception {
         String key = UUID.randomUUID().toString();
         Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
         first.then().statusCode(201);
         String original = first.jsonPath().getString("payment_intent");
+        String chargeId = first.jsonPath().getString("id");
 
-        // Without the row, nothing here can say "422: this key was used with another body"; Stripe still can.
         loseRow(key);
         Response other = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA.replace("1000", "2500"), 8);
+        assertEquals(422, other.statusCode(), other.asString());
+        assertEquals("idempotency_key_reused", other.jsonPath().getString("error.code"));
 
-        assertEquals(503, other.statusCode(), other.asString());
-        assertEquals("charge_under_reconciliation", other.jsonPath().getString("error.code"));
+        Response again = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
+        assertEquals(201, again.statusCode(), again.asString());
+        assertEquals(chargeId, again.jsonPath().getString("id"), "the first answer's charge id");
+        assertEquals(original, again.jsonPath().getString("payment_intent"));
+        assertEquals(1000, again.jsonPath().getInt("amount"));
+        assertEquals(422, ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA.replace("1000", "2500")).statusCode(),
+                "the other body stays refused");
+        assertChargeReadable(chargeId, original);
         assertOnlyPaymentIntent(key, original);
+    }
+
+    private static void assertChargeReadable(String chargeId, String paymentIntent) {
+        Response read = io.restassured.RestAssured.given().header("Authorization", "Bearer " + ACME_KEY)
+                .get("/v1/charges/" + chargeId);
+        assertEquals(200, read.statusCode(), read.asString());
+        assertEquals(paymentIntent, read.jsonPath().getString("payment_intent"));
     }
 
     /**
@@ -150,7 +174,7 @@ class LostRowTest {
                                             lease_until, stripe_sending_until, stripe_key_first_sent, created_at, stripe_identity)
                 VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - interval '1 second',
                         now() - interval '1 second', now() - interval '31 seconds', now() - interval '31 seconds', ?)""")) {
-            ps.setString(1, ChargeService.newChargeId());
+            ps.setString(1, dev.chargeonce.idempotency.RowIds.ofIdentity("chg_", dev.chargeonce.testing.TestKeys.identity(ACME, key)));
             ps.setString(2, ACME);
             ps.setString(3, null); // keys are not stored: the identity finds the row
             ps.setString(4, dev.chargeonce.idempotency.Fingerprint.of("POST", "/v1/charges", canonical).stored());
@@ -181,7 +205,7 @@ class LostRowTest {
                                             lease_until, stripe_key_first_sent, created_at, stripe_identity)
                 VALUES (?, ?, ?, ?, ?, 1000, 'usd', 'processing', now() - interval '1 second', now() - interval '31 seconds',
                         now() - interval '31 seconds', ?)""")) {
-            ps.setString(1, ChargeService.newChargeId());
+            ps.setString(1, dev.chargeonce.idempotency.RowIds.ofIdentity("chg_", dev.chargeonce.testing.TestKeys.identity(ACME, key)));
             ps.setString(2, ACME);
             ps.setString(3, null);
             ps.setString(4, dev.chargeonce.idempotency.Fingerprint.of("POST", "/v1/charges", canonical).stored());

@@ -56,7 +56,7 @@ class ClaimReadThenInsertTest {
             Claim answer = claim.get(30, TimeUnit.SECONDS);
             Claim.InFlight inFlight = assertInstanceOf(Claim.InFlight.class, answer,
                     "the key is held by the claim that committed first: " + answer);
-            assertEquals(theirs.id(), inFlight.rowId());
+            assertEquals(idOf(theirs), inFlight.rowId());
         }
         assertEquals(1, rowsOf(client), "one row for the key");
     }
@@ -73,9 +73,15 @@ class ClaimReadThenInsertTest {
             awaitInsertWaitingOn(other);
             other.rollback();
             Claim answer = claim.get(30, TimeUnit.SECONDS);
-            assertEquals(mine.id(), assertInstanceOf(Claim.Fresh.class, answer, "the key is new: " + answer).intent().id());
+            assertEquals(idOf(mine), assertInstanceOf(Claim.Fresh.class, answer, "the key is new: " + answer).intent().id());
         }
         assertEquals(1, rowsOf(client), "one row for the key");
+    }
+
+    /** The id a claim of the intent's key gives its new row. */
+    private String idOf(NewIntent intent) {
+        return dev.chargeonce.idempotency.RowIds.ofIdentity(intent.idPrefix(),
+                identities.lookup(intent.operation(), intent.clientId(), intent.key()).get(0));
     }
 
     /** The claim's own insert, in {@code tx}, left uncommitted. */
@@ -83,7 +89,7 @@ class ClaimReadThenInsertTest {
         String identity = identities.lookup(intent.operation(), intent.clientId(), intent.key()).get(0);
         try (PreparedStatement ps = tx.prepareStatement(StatementCatalog.hotPathStatements(Operation.CHARGE).get("CLAIM"))) {
             int i = 1;
-            ps.setString(i++, intent.id());
+            ps.setString(i++, idOf(intent));
             ps.setString(i++, intent.clientId());
             ps.setString(i++, null);
             ps.setString(i++, intent.fingerprint().stored(1));

@@ -10,7 +10,10 @@ import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** Row ids: well formed as before, unique, and ordered by creation time so the primary key grows at its right edge. */
+/**
+ * Row ids: well formed as before, unique, and ordered by creation time so the primary key grows at its right edge;
+ * a charge's id is its key identity's, the same whenever the key is claimed anew.
+ */
 class RowIdsTest {
 
     @Test
@@ -50,6 +53,19 @@ class RowIdsTest {
             }
         }
         assertEquals(62, seen.size(), "every letter and digit appears in the random part");
+    }
+
+    @Test
+    void anIdentitysIdIsAlwaysTheSameWellFormedAndItsOwn() {
+        Set<String> seen = new HashSet<>();
+        for (int i = 0; i < 20_000; i++) {
+            String identity = "k001-" + Fingerprint.sha256Hex("identity " + i).substring(0, 43);
+            String id = RowIds.ofIdentity("chg_", identity);
+            assertEquals(id, RowIds.ofIdentity("chg_", identity), "a function of the identity alone");
+            assertTrue(RowIds.wellFormed("chg_", id), id);
+            assertTrue(seen.add(id), "two identities, one id: " + id);
+        }
+        assertFalse(RowIds.ofIdentity("chg_", "k001-a").substring(4).equals(RowIds.ofIdentity("rfd_", "k001-a").substring(4)));
     }
 
     @Test

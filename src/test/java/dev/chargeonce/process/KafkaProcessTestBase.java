@@ -139,6 +139,17 @@ abstract class KafkaProcessTestBase {
             }
         }
         assertEquals(events.size(), env.stripe.ledger().size(), "no PaymentIntent beyond the commands' (Stripe's whole ledger)");
+        // A lost row comes back under its charge id: the results published before and after the loss name one charge.
+        Map<String, Set<String>> chargeIdsOfEvent = new HashMap<>();
+        for (JsonNode result : published()) {
+            if (!result.get("charge_id").isNull()) {
+                chargeIdsOfEvent.computeIfAbsent(result.get("event_id").asText(), k -> new HashSet<>()).add(result.get("charge_id").asText());
+            }
+        }
+        for (String event : events) {
+            assertEquals(1, chargeIdsOfEvent.getOrDefault(event, Set.of()).size(),
+                    "one charge id on the result topic for " + event + ": " + chargeIdsOfEvent.get(event));
+        }
     }
 
     long storedOffset() {
