@@ -3,12 +3,15 @@ package dev.chargeonce.idempotency;
 import java.security.SecureRandom;
 
 /**
- * The ids clients see for rows: a prefix ({@code chg_}, {@code rfd_}) and 24 alphanumerics: the creation time (9
- * base-36 digits of epoch milliseconds, lower case) then 15 random ones (89 bits). Time first, so that the primary
- * key grows at its right edge: a new row's index entry lands on the same few hot pages instead of a random page of a
- * B-tree larger than the buffer pool (the decay of a long run of new charges past a million rows). Digits and lower
- * case only in the time part, so the order is the same under any collation. Ids made before this scheme (24 random
- * alphanumerics) are still well formed.
+ * The ids clients see for rows: a prefix ({@code chg_}, {@code rfd_}) and 24 alphanumerics.
+ *
+ * <p>A charge's id is a digest of its key's identity ({@link #ofIdentity}): a row the database lost and a retry
+ * claimed again keeps the id its first answer gave. A refund's id ({@link #next}) is the creation time (9 base-36
+ * digits of epoch milliseconds, lower case) then 15 random ones (89 bits). Time first, so that the primary key grows
+ * at its right edge: a new row's index entry lands on the same few hot pages instead of a random page of a B-tree
+ * larger than the buffer pool. Digits and lower case only in the time part, so the order is the same under any
+ * collation. Charge ids were made that way too before they were their identity's, and ids of the scheme before that
+ * (24 random alphanumerics) are still well formed.
  */
 public final class RowIds {
 
