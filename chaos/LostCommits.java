@@ -41,8 +41,8 @@ final class LostCommits implements FaultSchedule.Family {
      * A failover to an asynchronous standby, or a restore, loses the last commits: 1-3 rows among the 20 most
      * recently finished ones disappear from the target's table (deleted in PostgreSQL, which the harness owns).
      * The clients go on: a client of each lost payment asks again, 0.2-3 s later or only after the lookup-skew
-     * (and the final round asks every payment). The audit then expects the same PaymentIntent under a new charge
-     * id, or a parked key (503 charge_under_reconciliation), never a second PaymentIntent.
+     * (and the final round asks every payment). The audit then expects the same PaymentIntent under the same
+     * charge id, or a parked key (503 charge_under_reconciliation), never a second PaymentIntent.
      */
     private boolean loseCommits(SplittableRandom r) {
         int n = 1 + r.nextInt(3);
