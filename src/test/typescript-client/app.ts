@@ -43,6 +43,10 @@ async function refusal(call: () => Promise<unknown>): Promise<{ status: number; 
     throw new Error('expected a refusal, got an answer');
 }
 
+async function createRequests(sandbox: string): Promise<number> {
+    return (await (await fetch(`${sandbox}/_sandbox/stats`)).json()).create_requests;
+}
+
 const visa = (amount: number) => ({ amount, currency: 'usd', paymentMethod: 'pm_card_visa', metadata: { order_id: `O-${amount}` } });
 
 async function main(): Promise<void> {
@@ -71,8 +75,13 @@ async function main(): Promise<void> {
     await fetch(`${sandbox}/_sandbox/faults?latency_ms=3000`, { method: 'POST' });
     try {
         const slowKey = key('slow');
+        const creates = await createRequests(sandbox);
         const slow = charges.createCharge({ idempotencyKey: slowKey, chargeCreateRequest: visa(1500) });
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        // The first request is at Stripe (so it holds the key) once the sandbox counts its create.
+        for (const deadline = Date.now() + 30_000; await createRequests(sandbox) === creates;) {
+            check(Date.now() < deadline, 'Stripe saw the slow charge');
+            await new Promise((resolve) => setTimeout(resolve, 20));
+        }
         const inFlight = await refusal(() => charges.createCharge({ idempotencyKey: slowKey, chargeCreateRequest: visa(1500) }));
         check(inFlight.status === 409 && inFlight.error.code === 'idempotency_key_in_use', '409 while in flight');
         check(inFlight.retryAfter !== null, '409 says when to come back');
