@@ -61,9 +61,31 @@ public final class ChargeRequestParser {
      * trailing tokens), every rejection a {@code 400} naming the field.
      */
     public static JsonNode readObject(byte[] body, Set<String> fields) {
-        JsonNode root;
+        JsonNode root = readTree(body);
+        if (root == null || !root.isObject()) {
+            throw invalid("body_not_object", "The body must be a JSON object.", null);
+        }
+        return known(root, fields);
+    }
+
+    /**
+     * An optional body, as {@link #readObject}; null when there is none: no bytes, or the JSON {@code null} that a
+     * generated client sends for a body it was not given.
+     */
+    public static JsonNode readOptionalObject(byte[] body, Set<String> fields) {
+        JsonNode root = body.length == 0 ? null : readTree(body);
+        if (root == null || root.isNull()) {
+            return null;
+        }
+        if (!root.isObject()) {
+            throw invalid("body_not_object", "The body must be a JSON object.", null);
+        }
+        return known(root, fields);
+    }
+
+    private static JsonNode readTree(byte[] body) {
         try {
-            root = STRICT.readTree(body);
+            return STRICT.readTree(body);
         } catch (JsonProcessingException e) {
             if (e.getOriginalMessage() != null && e.getOriginalMessage().contains("surrogate")
                     && e.getProcessor() instanceof JsonParser parser) {
@@ -76,9 +98,10 @@ public final class ChargeRequestParser {
         } catch (IOException e) {
             throw invalid("body_not_json", "The body could not be read.", null);
         }
-        if (root == null || !root.isObject()) {
-            throw invalid("body_not_object", "The body must be a JSON object.", null);
-        }
+    }
+
+    /** The object, once every field of it is one of {@code fields}. */
+    private static JsonNode known(JsonNode root, Set<String> fields) {
         for (Iterator<String> names = root.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!fields.contains(name)) {

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.Locale;
 
 /**
  * What a key's request answers (a charge, a refund): a status and the exact bytes of the body.
@@ -44,8 +45,12 @@ public record KeyAnswer(int status, String body, boolean replayed, Duration retr
         return new KeyAnswer(status, body, replayed, retryAfter, originalDate, expires, inFlightRow, seconds);
     }
 
-    /** HTTP dates (RFC 9110 IMF-fixdate): {@code Tue, 01 Dec 2026 20:09:18 GMT}. */
-    private static final DateTimeFormatter HTTP_DATE = DateTimeFormatter.RFC_1123_DATE_TIME.withZone(ZoneOffset.UTC);
+    /**
+     * HTTP dates (RFC 9110 IMF-fixdate): {@code Sat, 05 Dec 2026 20:09:18 GMT}. Not the JDK's RFC_1123_DATE_TIME, which
+     * writes a day under 10 with one digit ({@code Sat, 5 Dec}): RFC 1123 allows that, IMF-fixdate does not.
+     */
+    private static final DateTimeFormatter HTTP_DATE =
+            DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.ENGLISH).withZone(ZoneOffset.UTC);
 
     /**
      * The HTTP answer: the exact bytes; on a replay {@code Idempotent-Replayed: true}, the original request's date and

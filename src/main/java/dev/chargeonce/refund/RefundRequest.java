@@ -22,8 +22,9 @@ record RefundRequest(Long amount, String reason, SortedMap<String, String> metad
     private static final Set<String> FIELDS = Set.of("amount", "reason", "metadata");
 
     static RefundRequest parse(byte[] body) {
-        // An empty body is a full refund with nothing else said.
-        JsonNode root = body.length == 0 ? null : ChargeRequestParser.readObject(body, FIELDS);
+        // No body (none, or the JSON null a generated client sends for an omitted one) is a full refund with nothing
+        // else said, the same request as {} for the key's fingerprint.
+        JsonNode root = ChargeRequestParser.readOptionalObject(body, FIELDS);
         if (root == null) {
             return new RefundRequest(null, null, new TreeMap<>());
         }

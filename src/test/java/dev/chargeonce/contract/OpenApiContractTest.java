@@ -58,6 +58,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -258,13 +259,19 @@ class OpenApiContractTest {
         assertTrue(knownErrorProblem(inFlight).isEmpty());
         assertFalse(knownErrorProblem(inFlight.replace("idempotency_key_in_use", "busy")).isEmpty(), "an undocumented code is caught");
         assertFalse(knownErrorProblem(inFlight.replace("idempotency_error", "mystery_error")).isEmpty(), "an undocumented type is caught");
+        // So are the other open strings of answers.
+        assertTrue(knownValuesProblem(CHARGES, Request.Method.POST, 201, charge).isEmpty());
+        assertFalse(knownValuesProblem(CHARGES, Request.Method.POST, 201, charge.replace("succeeded", "disputed")).isEmpty(),
+                "an undocumented status is caught");
+        assertFalse(knownValuesProblem(CHARGES, Request.Method.GET, 200, "{\"object\":\"list\",\"has_more\":false,\"data\":["
+                + charge.replace("\"charge\"", "\"charge_v2\"") + "]}").isEmpty(), "an undocumented object in a list is caught");
     }
 
     @Test
     @Order(4)
     void everyErrorAnswerIsTheOneErrorSchemaWithOpenCodes() throws IOException {
         // A generated client gets one error type for every status (and does not break when a code is added):
-        // every 4xx/5xx answer with a body is #/components/schemas/Error, whose type and code are plain strings.
+        // every 4xx/5xx answer with a body is #/components/schemas/ErrorResponse, whose type and code are plain strings.
         JsonNode tree = new ObjectMapper(new YAMLFactory()).readTree(contractText);
         List<String> notTheOne = new ArrayList<>();
         tree.path("paths").fields().forEachRemaining(path -> path.getValue().fields().forEachRemaining(op ->
@@ -275,7 +282,7 @@ class OpenApiContractTest {
                     }
                     boolean error = r.getKey().equals("default") || r.getKey().startsWith("4") || r.getKey().startsWith("5");
                     JsonNode schema = response.at("/content/application~1json/schema/$ref");
-                    if (error && response.has("content") && !"#/components/schemas/Error".equals(schema.asText())) {
+                    if (error && response.has("content") && !"#/components/schemas/ErrorResponse".equals(schema.asText())) {
                         notTheOne.add(op.getKey() + " " + path.getKey() + " " + r.getKey() + " -> " + schema.asText());
                     }
                 })));
@@ -283,7 +290,22 @@ class OpenApiContractTest {
         JsonNode detail = tree.at("/components/schemas/ErrorDetail/properties");
         assertFalse(detail.path("type").has("enum") || detail.path("code").has("enum"), "type and code are open strings");
         Set<String> schemas = fieldNames(tree.at("/components/schemas"));
-        assertTrue(schemas.stream().filter(n -> n.endsWith("Error")).toList().equals(List.of("Error")), "one error schema: " + schemas);
+        // Not "Error": a generated Java client's model of that name hides java.lang.Error in every file that uses it.
+        assertTrue(schemas.stream().filter(n -> n.startsWith("Error")).collect(Collectors.toSet()).equals(Set.of("ErrorResponse", "ErrorDetail")),
+                "one error schema, ErrorResponse (and its detail): " + schemas);
+        // Every enumerated value of an answer is an open string (a generated client's enum would throw on a new one),
+        // its values listed in x-known-values, which validate() holds every answer to.
+        List<String> closed = new ArrayList<>();
+        tree.at("/components/schemas").fields().forEachRemaining(schema -> {
+            if (!schema.getKey().endsWith("Request")) {
+                schema.getValue().path("properties").fields().forEachRemaining(property -> {
+                    if (property.getValue().has("enum") && !property.getValue().path("type").asText().equals("boolean")) {
+                        closed.add(schema.getKey() + "." + property.getKey());
+                    }
+                });
+            }
+        });
+        assertEquals(List.of(), closed, "closed enums in answers");
     }
 
     static SimpleResponse.Builder jsonAnswer(int status, String body) {
@@ -390,7 +412,9 @@ class OpenApiContractTest {
         assertTrue(check(Call.webhook(event, signed(event)), 200).json().get("duplicate").asBoolean(), "a redelivery");
         Answer refused = check(Call.webhook(event, "t=1,v1=00"), 400);
         assertEquals("Stripe-Signature", refused.json().get("error").get("param").asText());
-        check(Call.webhook(event, null), 400);
+        Call unsigned = Call.webhook(event, null);
+        assertSpecRejects(unsigned);
+        assertEquals("signature_missing", check(unsigned, 400).json().get("error").get("code").asText());
     }
 
     static String signed(String event) {
@@ -662,6 +686,21 @@ class OpenApiContractTest {
         }
     }
 
+    @Test
+    @Order(72)
+    void bothCursorsOrACursorNamingNoChargeOfTheClientIs400() {
+        String id = check(Call.createCharge(newKey(), VISA), 201).json().get("id").asText();
+        // OpenAPI 3.0 cannot make two query parameters exclusive: the contract says so in words and lists the code.
+        Call both = Call.listCharges().query("starting_after", id).query("ending_before", id);
+        assertSpecAccepts(both);
+        assertEquals("parameter_invalid", check(both, 400).json().get("error").get("code").asText());
+        Call unknown = Call.listCharges().query("starting_after", "chg_" + "0".repeat(24));
+        assertSpecAccepts(unknown);
+        JsonNode error = check(unknown, 400).json().get("error");
+        assertEquals("resource_missing", error.get("code").asText());
+        assertEquals("starting_after", error.get("param").asText());
+    }
+
     // ---- refunds: POST and GET /v1/charges/{id}/refunds, GET /v1/refunds/{id} ------------------------------------
 
     String succeededCharge() {
@@ -685,6 +724,10 @@ class OpenApiContractTest {
         Call rest = Call.createRefund(chargeId, newKey(), null);
         assertSpecAccepts(rest);
         assertEquals(700, check(rest, 201).json().get("amount").asInt(), "no body: what is left");
+        // The JSON null, which a generated client sends for an optional body it was not given, is no body too.
+        Call nullBody = Call.createRefund(chargeId, newKey(), "null");
+        assertSpecAccepts(nullBody);
+        assertEquals("amount_too_large", check(nullBody, 400).json().get("error").get("code").asText(), "nothing is left");
 
         String refundId = first.json().get("id").asText();
         assertEquals(refundId, check(Call.getRefund(refundId), 200).json().get("id").asText());
@@ -956,6 +999,10 @@ class OpenApiContractTest {
             String problem = knownErrorProblem(answer.body());
             assertTrue(problem.isEmpty(), () -> call + " answered " + answer + ": " + problem);
         }
+        if (expectedStatus < 300 && !answer.body().isEmpty()) {
+            String problem = knownValuesProblem(call.template, call.method, expectedStatus, answer.body());
+            assertTrue(problem.isEmpty(), () -> call + " answered " + answer + ": " + problem);
+        }
         produced.add(call.method + " " + call.template + " " + expectedStatus);
         return answer;
     }
@@ -991,6 +1038,58 @@ class OpenApiContractTest {
             return "code " + error.path("code") + " is not in x-known-codes";
         }
         return "";
+    }
+
+    static JsonNode contractTree;
+
+    /**
+     * The open strings of an answer (status, object, reason, operation) against the values the contract lists for
+     * them ({@code x-known-values}): empty when every one is listed. Clients accept any value; this test still
+     * holds the service to the list, so a new value is added to the contract first.
+     */
+    static String knownValuesProblem(String template, Request.Method method, int status, String body) {
+        try {
+            if (contractTree == null) {
+                contractTree = new ObjectMapper(new YAMLFactory()).readTree(contractText);
+            }
+            JsonNode response = resolve(contractTree.path("paths").path(template).path(method.name().toLowerCase(Locale.ROOT))
+                    .path("responses").path(Integer.toString(status)));
+            List<String> problems = new ArrayList<>();
+            knownValues(response.path("content").path("application/json").path("schema"), new ObjectMapper().readTree(body), "", problems);
+            return String.join("; ", problems);
+        } catch (IOException e) {
+            return "not JSON: " + body;
+        }
+    }
+
+    private static void knownValues(JsonNode schema, JsonNode value, String at, List<String> problems) {
+        JsonNode resolved = resolve(schema);
+        if (resolved.has("x-known-values") && value.isTextual()) {
+            Set<String> known = new TreeSet<>();
+            resolved.get("x-known-values").forEach(v -> known.add(v.asText()));
+            if (!known.contains(value.asText())) {
+                problems.add(at + " " + value + " is not in x-known-values " + known);
+            }
+        }
+        if (value.isObject()) {
+            resolved.path("properties").fields().forEachRemaining(p -> {
+                if (value.has(p.getKey())) {
+                    knownValues(p.getValue(), value.get(p.getKey()), at + "." + p.getKey(), problems);
+                }
+            });
+        }
+        if (value.isArray() && resolved.has("items")) {
+            for (int i = 0; i < value.size(); i++) {
+                knownValues(resolved.get("items"), value.get(i), at + "[" + i + "]", problems);
+            }
+        }
+    }
+
+    private static JsonNode resolve(JsonNode node) {
+        while (node.has("$ref")) {
+            node = contractTree.at(node.get("$ref").asText().substring(1));
+        }
+        return node;
     }
 
     static void assertSpecAccepts(Call call) {
