@@ -336,15 +336,23 @@ public final class KafkaChaos {
         // Results, deduplicated by charge id: exactly one distinct result per charge, equal to the row's answer.
         Map<String, Set<String>> byCharge = new HashMap<>();
         Map<String, Integer> refusedByEvent = new TreeMap<>();
+        // What a compacted results topic keeps (or a consumer keeping the latest record per key): the latest per key.
+        Map<String, JsonNode> latestByKey = new HashMap<>();
         int published = 0;
         for (KafkaTestClients.Message m : kafka.readAll("results")) {
             published++;
             JsonNode result = JSON.readTree(m.value());
-            check(result.get("event_id").asText().equals(m.key()), "a result keyed by another event id");
+            latestByKey.put(m.key(), result);   // one key, one partition, read in offset order
+            String kind = m.headers().get("chargeonce-result-kind");
             if (result.get("charge_id").isNull()) {
                 check(result.get("status").asInt() == 422, "a result without charge id that is not a 422: " + m.value());
+                check("refusal".equals(kind), "a 422 whose kind is " + kind);
+                check(m.key().startsWith(result.get("event_id").asText() + "\trefused\tkafka:commands-"),
+                        "a refusal not keyed apart from its event id: " + m.key());
                 refusedByEvent.merge(result.get("event_id").asText(), 1, Integer::sum);
             } else {
+                check(result.get("event_id").asText().equals(m.key()), "a charge's result keyed by another event id");
+                check("outcome".equals(kind) || "accepted".equals(kind), "a charge's result of kind " + kind + ": " + m.value());
                 byCharge.computeIfAbsent(result.get("charge_id").asText(), k -> new HashSet<>())
                         .add(result.get("status").asInt() + " " + JSON.readTree(result.get("body").toString()));
             }
@@ -364,6 +372,10 @@ public final class KafkaChaos {
             if (row[3] != null) {
                 String expected = row[2] + " " + JSON.readTree(row[3]);
                 check(results.contains(expected), event + ": the published result is not the row's answer");
+                JsonNode kept = latestByKey.get(event);
+                check(kept != null && row[0].equals(kept.get("charge_id").asText())
+                        && expected.equals(kept.get("status").asInt() + " " + kept.get("body")),
+                        event + ": the latest record under its event id (what compaction keeps) is not its outcome: " + kept);
                 if (intents.size() == 1) {
                     check(row[3].contains(intents.get(0).id()), event + ": the answer does not name the PaymentIntent");
                 }

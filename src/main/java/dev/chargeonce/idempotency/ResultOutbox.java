@@ -58,13 +58,25 @@ public class ResultOutbox {
             ON CONFLICT (dedup) DO NOTHING
             """;
 
+    /**
+     * Unsent results in the order they were queued, but none while an earlier result of its charge is unsent (taken
+     * by another relay, or not acknowledged by the broker): a charge's results reach the topic in the order they were
+     * queued (its answer, then each later state), so the latest record under a command's event id is its latest word,
+     * also after a relay died between a send and its commit. The earlier ones are found by their dedup (the unique
+     * index): {@code charge:<id>} and {@code charge:<id>:<state>} for each state. A refusal waits for nothing.
+     */
     private static final String TAKE_UNSENT = """
-            SELECT id, charge_id, client_id, event_id, origin, status, body FROM kafka_outbox
-             WHERE sent_at IS NULL
-             ORDER BY id
+            SELECT k.id, k.charge_id, k.client_id, k.event_id, k.origin, k.status, k.body FROM kafka_outbox k
+             WHERE k.sent_at IS NULL
+               AND NOT EXISTS (
+                   SELECT 1 FROM kafka_outbox e
+                    WHERE e.dedup IN ('charge:' || k.charge_id%s)
+                      AND e.id < k.id AND e.sent_at IS NULL)
+             ORDER BY k.id
              LIMIT ?
-             FOR UPDATE SKIP LOCKED
-            """;
+             FOR UPDATE OF k SKIP LOCKED
+            """.formatted(ChargeStatus.names().stream().map(state -> ", 'charge:' || k.charge_id || ':" + state + "'")
+            .collect(java.util.stream.Collectors.joining()));
 
     private static final String MARK_SENT = "UPDATE kafka_outbox SET sent_at = clock_timestamp() WHERE id = ANY (?)";
 

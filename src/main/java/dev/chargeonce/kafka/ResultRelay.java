@@ -2,6 +2,7 @@ package dev.chargeonce.kafka;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chargeonce.idempotency.ChargeStatus;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.ResultOutbox;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -15,19 +16,23 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.utils.Utils;
 import org.jboss.logging.Logger;
 
 /**
  * Publishes the queued results of Kafka commands to the results topic, then marks them sent (see
  * {@link ResultOutbox#relay}): at least once, never lost. Every instance runs one; each pass locks the rows it
- * publishes, so two relays publish different rows. A result is published again only when a relay died (or the
+ * publishes, so two relays publish different rows, and a charge's results in the order they were queued (a result
+ * waits while an earlier one of its charge is unsent). A result is published again only when a relay died (or the
  * broker's acknowledgement never came) between the send and the commit that marks it sent.
  *
- * <p>The record: key = the event id (a command's results land on one partition), value = the envelope
- * {@code {"event_id", "charge_id", "status", "body"}} where {@code body} is the HTTP answer's body byte for byte
- * and {@code status} its status; the charge id, status and event id also as headers. Consumers deduplicate by
- * {@code charge_id} (null only for a 422: the event id was first used with another body; its dedup is the event id
- * with the refused record's origin).
+ * <p>The record: value = the envelope {@code {"event_id", "charge_id", "status", "body"}} where {@code body} is the
+ * HTTP answer's body byte for byte and {@code status} its status; the charge id, status, event id and the result's
+ * kind ({@link #KIND}) also as headers. A charge's results are keyed by the event id, so that the latest record
+ * under it (what a compacted topic keeps) is the command's latest word. A refusal (a 422: the event id was first used
+ * with another body, {@code charge_id} null) answers the refused record, not the event: it is keyed apart
+ * ({@link #refusalKey}), on the event id's partition, so that it never takes the outcome's place. Consumers
+ * deduplicate by {@code charge_id}.
  */
 @ApplicationScoped
 public class ResultRelay {
@@ -36,6 +41,13 @@ public class ResultRelay {
     static final String CHARGE_ID = "chargeonce-charge-id";
     static final String STATUS = "chargeonce-status";
     static final String EVENT_ID = "chargeonce-event-id";
+    /**
+     * What a result says of its command: {@code outcome} (the charge is decided: its answer, or a later state
+     * {@code succeeded}, {@code failed}, {@code canceled}), {@code accepted} (not decided yet: a {@code 202}, or a
+     * later state {@code requires_action}, {@code processing}; an outcome follows), {@code refusal} (a 422 that
+     * answers one record; the event's own results are the others).
+     */
+    static final String KIND = "chargeonce-result-kind";
 
     private final ResultOutbox outbox;
     private final KafkaProducers producers;
@@ -98,14 +110,26 @@ public class ResultRelay {
     /** Sends every result, waits for the broker's acknowledgements, and answers the ids acknowledged. */
     private List<Long> publish(List<ResultOutbox.QueuedResult> results) throws InterruptedException {
         List<Future<RecordMetadata>> sends = new ArrayList<>(results.size());
+        int partitions = 0;
         for (ResultOutbox.QueuedResult result : results) {
-            ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(config.resultsTopic(),
-                    result.eventId().getBytes(StandardCharsets.UTF_8), envelope(result).getBytes(StandardCharsets.UTF_8));
-            if (result.chargeId() != null) {
+            byte[] eventId = result.eventId().getBytes(StandardCharsets.UTF_8);
+            byte[] value = envelope(result).getBytes(StandardCharsets.UTF_8);
+            ProducerRecord<byte[], byte[]> record;
+            if (result.chargeId() == null) {
+                if (partitions == 0) {
+                    partitions = producers.get().partitionsFor(config.resultsTopic()).size();
+                }
+                // The event id's partition, as the default partitioner picks it for the event's own results: all
+                // of a command's results on one partition.
+                record = new ProducerRecord<>(config.resultsTopic(), Utils.toPositive(Utils.murmur2(eventId)) % partitions,
+                        refusalKey(result).getBytes(StandardCharsets.UTF_8), value);
+            } else {
+                record = new ProducerRecord<>(config.resultsTopic(), eventId, value);
                 record.headers().add(CHARGE_ID, result.chargeId().getBytes(StandardCharsets.UTF_8));
             }
             record.headers().add(STATUS, Integer.toString(result.status()).getBytes(StandardCharsets.UTF_8));
-            record.headers().add(EVENT_ID, result.eventId().getBytes(StandardCharsets.UTF_8));
+            record.headers().add(EVENT_ID, eventId);
+            record.headers().add(KIND, kind(result).getBytes(StandardCharsets.UTF_8));
             sends.add(producers.get().send(record));
         }
         producers.get().flush();
@@ -122,6 +146,38 @@ public class ResultRelay {
             }
         }
         return sent;
+    }
+
+    /**
+     * A refusal's record key: the event id, a tab, {@code refused}, a tab, and the refused record's place (its
+     * origin, {@code kafka:<topic>-<partition>@<offset>}). An event id is printable ASCII, so no event id is ever
+     * such a key: a refusal is never in an outcome's place, by key, on a compacted topic; one key per refused record.
+     */
+    static String refusalKey(ResultOutbox.QueuedResult refusal) {
+        return refusal.eventId() + "\trefused\t" + refusal.origin();
+    }
+
+    /** The result's {@link #KIND}. */
+    String kind(ResultOutbox.QueuedResult result) {
+        if (result.chargeId() == null) {
+            return "refusal";
+        }
+        if (result.status() == 202) {
+            return "accepted";
+        }
+        if (result.status() == 200) {
+            // A later state of a charge answered 202: the charge as GET /v1/charges/{id} shows it.
+            ChargeStatus state;
+            try {
+                state = ChargeStatus.fromColumn(json.readTree(result.body()).path("status").asText(null));
+            } catch (JsonProcessingException | IllegalStateException e) {
+                state = null;
+            }
+            if (state == ChargeStatus.REQUIRES_ACTION || state == ChargeStatus.PROCESSING) {
+                return "accepted";
+            }
+        }
+        return "outcome";
     }
 
     /** The result as published: the HTTP answer's body embedded as it is (not re-serialized: byte for byte). */

@@ -56,6 +56,9 @@ class CommandHandlerTest {
     KafkaMetrics metrics;
 
     @Inject
+    ResultRelay relay;
+
+    @Inject
     dev.chargeonce.idempotency.KeyIdentities identities;
 
     @ConfigProperty(name = "chargeonce.stripe.api-base")
@@ -143,6 +146,40 @@ class CommandHandlerTest {
         assertEquals(1, stripe.intentsFor(config.clientId(), event).size(), "one PaymentIntent");
     }
 
+    /**
+     * A charge's results reach the topic in the order they were queued (the 202, then its outcome), whatever the
+     * relays do: one that took the 202 and had it refused (or died before marking it sent) holds the outcome back
+     * until the 202 is published. So the latest record under the event id is the command's latest word, also on a
+     * compacted topic. Each says what it is in its kind header.
+     */
+    @Test
+    void aChargesResultsArePublishedInTheOrderTheyWereQueued() throws Exception {
+        String event = "order-" + UUID.randomUUID();
+        handler.handle(command(event, PROCESSING, 30));
+        Row row = row(event);
+        stripe.settle(stripe.intentsFor(config.clientId(), event).get(0).get("id").asText(), "succeeded");
+        makeDue(row.id());
+        sync.syncOnce();
+        assertEquals(List.of(202, 200), queued(event).stream().map(Queued::status).toList());
+
+        List<ResultOutbox.QueuedResult> offered = new ArrayList<>();
+        // The broker acknowledges nothing of this charge: the 202 stays unsent, and its outcome is not offered.
+        outbox.relay(10_000, results -> {
+            offered.addAll(results.stream().filter(r -> r.eventId().equals(event)).toList());
+            return results.stream().filter(r -> !r.eventId().equals(event)).map(ResultOutbox.QueuedResult::id).toList();
+        });
+        assertEquals(List.of(202), offered.stream().map(ResultOutbox.QueuedResult::status).toList(), "the outcome waits for the 202");
+        offered.clear();
+        while (outbox.relay(10_000, results -> {
+            offered.addAll(results.stream().filter(r -> r.eventId().equals(event)).toList());
+            return results.stream().map(ResultOutbox.QueuedResult::id).toList();
+        }) > 0) {
+            // until everything is published
+        }
+        assertEquals(List.of(202, 200), offered.stream().map(ResultOutbox.QueuedResult::status).toList(), "in the order queued");
+        assertEquals(List.of("accepted", "outcome"), offered.stream().map(relay::kind).toList());
+    }
+
     @Test
     void anEventIdReusedWithAnotherBodyIsAnsweredAsA422AndNotCharged() throws Exception {
         String event = "order-" + UUID.randomUUID();
@@ -161,6 +198,14 @@ class CommandHandlerTest {
         assertEquals("{\"error\":{\"type\":\"idempotency_error\",\"code\":\"idempotency_key_reused\",\"message\":\"This"
                 + " Idempotency-Key was already used with a different request. Use a new key for a new payment.\","
                 + "\"param\":\"Idempotency-Key\"}}", refused.body(), "the 422 POST /v1/charges answers");
+
+        // Published apart from the event's outcome: another key (never an event id), the kind a consumer filters on.
+        ResultOutbox.QueuedResult published = new ResultOutbox.QueuedResult(1, null, config.clientId(), event,
+                "kafka:charge-commands-0@11", 422, refused.body());
+        assertEquals(event + "\trefused\tkafka:charge-commands-0@11", ResultRelay.refusalKey(published));
+        assertEquals("refusal", relay.kind(published));
+        assertEquals("outcome", relay.kind(new ResultOutbox.QueuedResult(2, queued.get(0).chargeId(), config.clientId(),
+                event, "kafka:charge-commands-0@10", 201, queued.get(0).body())));
     }
 
     @Test

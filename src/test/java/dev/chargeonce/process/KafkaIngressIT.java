@@ -196,6 +196,61 @@ class KafkaIngressIT extends KafkaProcessTestBase {
         auditExactlyOnce(List.of(stable, freshA, freshB));
     }
 
+    /**
+     * The event id reused with another body is refused (a 422) after the event's outcome was published: the refusal
+     * answers that record, not the event, so it must never take the outcome's place for a consumer that keeps the
+     * latest record per key, nor on a compacted results topic, where the broker itself keeps only that.
+     */
+    @Test
+    void aRefusalNeverTakesTheOutcomesPlaceOnACompactedResultsTopic() throws Exception {
+        kafka.createTopics(1, commands, deadLetters);
+        kafka.createTopic(results, 1, Map.of("cleanup.policy", "compact", "segment.ms", "100",
+                "min.cleanable.dirty.ratio", "0.0", "min.compaction.lag.ms", "0"));
+        start("kafka-compacted", config(Duration.ofSeconds(4)));
+        String event = "evt-" + UUID.randomUUID();
+        kafka.send(commands, event, command(1700, "O-17"));
+        await("the outcome is published", Duration.ofSeconds(60),
+                () -> "completed".equals(rowStatus(event)) && outboxRows(event) == 1 && outboxUnsent() == 0);
+        kafka.send(commands, event, command(9999, "O-other"));   // the same event id, another payment
+        await("the refusal is published after it", Duration.ofSeconds(60),
+                () -> kafka.committedTotal(group, commands) == 2 && outboxRows(event) == 2 && outboxUnsent() == 0);
+
+        List<KafkaTestClients.Message> all = kafka.readAll(results);
+        assertOutcomeIsTheLatestUnderTheEventId(event, all);
+        KafkaTestClients.Message refusal = all.stream().filter(m -> m.value().contains("\"status\":422")).findFirst().orElseThrow();
+        assertTrue(!event.equals(refusal.key()), "a refusal is not keyed by the event id: " + refusal.key());
+        assertEquals("refusal", refusal.headers().get("chargeonce-result-kind"), "a consumer can filter refusals out");
+        auditExactlyOnce(List.of(event));
+
+        // Compaction: records after them with one key twice, then one more after segment.ms, so that the segment
+        // holding them rolls and the cleaner may compact it; once the two became one, everything before was cleaned.
+        kafka.send(results, "compaction-probe", "{}");
+        kafka.send(results, "compaction-probe", "{}");
+        Thread.sleep(300);
+        kafka.send(results, "segment-roll", "{}");
+        await("the cleaner compacted the results topic", Duration.ofSeconds(120), () -> {
+            kafka.send(results, "segment-roll", "{}");   // the active segment is never cleaned: keep rolling
+            return kafka.readAll(results).stream().filter(m -> "compaction-probe".equals(m.key())).count() == 1;
+        });
+        assertOutcomeIsTheLatestUnderTheEventId(event, kafka.readAll(results));
+    }
+
+    /** Keeps the latest record per key, as compaction does, and finds the event's outcome under its event id. */
+    private void assertOutcomeIsTheLatestUnderTheEventId(String event, List<KafkaTestClients.Message> records) throws Exception {
+        Map<String, KafkaTestClients.Message> latest = new java.util.HashMap<>();
+        for (KafkaTestClients.Message m : records) {
+            latest.merge(m.key(), m, (a, b) -> b.offset() > a.offset() ? b : a);
+        }
+        KafkaTestClients.Message outcome = latest.get(event);
+        assertTrue(outcome != null, "a record under the event id");
+        JsonNode value = JSON.readTree(outcome.value());
+        assertEquals(201, value.get("status").asInt(), "the latest record under the event id is its outcome: " + outcome.value());
+        assertEquals(1, count("SELECT count(*) FROM stripe_intents WHERE client_id = '" + CLIENT + "' AND id = '"
+                + value.get("charge_id").asText() + "'"), "the outcome names the event's charge: " + outcome.value());
+        assertEquals("outcome", outcome.headers().get("chargeonce-result-kind"));
+        assertEquals(value.get("charge_id").asText(), outcome.headers().get("chargeonce-charge-id"));
+    }
+
     @Test
     void aPoisonRecordGoesToTheDeadLetterTopicAndTheRecordsBehindItAreProcessed() throws Exception {
         kafka.createTopics(1, commands, results, deadLetters);

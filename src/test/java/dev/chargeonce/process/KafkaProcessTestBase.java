@@ -204,10 +204,29 @@ abstract class KafkaProcessTestBase {
         List<JsonNode> parsed = new ArrayList<>();
         for (KafkaTestClients.Message m : kafka.readAll(results)) {
             JsonNode node = JSON.readTree(m.value());
-            assertEquals(node.get("event_id").asText(), m.key(), "keyed by event id");
+            assertKeyed(node, m);
             parsed.add(node);
         }
         return parsed;
+    }
+
+    /**
+     * A charge's results are keyed by the event id; a refusal (no charge id) by the event id, a tab, {@code refused},
+     * a tab and the refused record's place: never an event id (printable ASCII), so never in an outcome's place.
+     */
+    void assertKeyed(JsonNode result, KafkaTestClients.Message m) {
+        String event = result.get("event_id").asText();
+        if (result.get("charge_id").isNull()) {
+            assertTrue(m.key().matches(java.util.regex.Pattern.quote(event + "\trefused\tkafka:" + commands + "-") + "\\d+@\\d+"),
+                    "a refusal keyed apart from the event id: " + m.key());
+            assertEquals("refusal", m.headers().get("chargeonce-result-kind"), m.value());
+        } else {
+            assertEquals(event, m.key(), "a charge's results keyed by its event id");
+            int status = result.get("status").asInt();
+            boolean undecided = status == 202 || status == 200
+                    && List.of("requires_action", "processing").contains(result.get("body").path("status").asText());
+            assertEquals(undecided ? "accepted" : "outcome", m.headers().get("chargeonce-result-kind"), m.value());
+        }
     }
 
     String rowStatus(String event) {
