@@ -9,10 +9,9 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 /**
  * A declared body over {@code quarkus.http.limits.max-body-size} gets the API's error shape: Quarkus would answer it
  * with a bare {@code 413} before the application runs. This route handler runs first on the Vert.x router and
- * answers from the {@code Content-Length} alone, before a byte of the body is read. What Vert.x refuses while it
- * decodes the request (a control character in a header, a request line or headers over the limits, a chunked body
- * that outgrows the limit) never reaches a router: those stay bare {@code 400}, {@code 414}, {@code 431},
- * {@code 413} without a body, as {@code openapi.yaml} documents.
+ * answers from the {@code Content-Length} alone, before a byte of the body is read. (What the HTTP server refuses
+ * while it decodes a request never reaches a router: {@link MalformedRequests} shapes those. A chunked body that
+ * outgrows the limit is refused by RESTEasy's input stream as it reads, with a bare {@code 413}.)
  */
 @Singleton
 public class EdgeLimits {
@@ -33,11 +32,7 @@ public class EdgeLimits {
                 declared = -1; // BodyLimitFilter answers an unreadable length in the API's shape
             }
             if (declared > maxBodyBytes) {
-                context.response().setStatusCode(413)
-                        .putHeader(HttpHeaders.CONTENT_TYPE, "application/json")
-                        .putHeader(HttpHeaders.CONNECTION, "close")
-                        .end("{\"error\":{\"type\":\"invalid_request_error\",\"code\":\"body_too_large\",\"message\":\"The body is larger than "
-                                + maxBodyBytes + " bytes.\",\"param\":null}}");
+                EdgeAnswers.refuse(context.response(), 413, "body_too_large", "The body is larger than " + maxBodyBytes + " bytes.");
                 return;
             }
             context.next();

@@ -915,25 +915,28 @@ class OpenApiContractTest {
 
     @Test
     @Order(90)
-    void everyOperationDocumentsTheHttpServersBare414And431() throws Exception {
+    void everyOperationDocumentsTheHttpServersRefusalsInTheErrorShape() throws Exception {
         URI base = URI.create(root.toString());
         contract.getPaths().forEach((template, item) -> item.readOperationsMap().forEach((method, operation) -> {
             String path = template.replace("{id}", "chg_" + "a".repeat(24)).replace("{key}", "k");
             Call call = new Call(Request.Method.valueOf(method.name()), template, path, null);
             try {
+                Answer malformed = rawAnswer(base, method.name() + " " + path + " HTTP/1.1\r\nHost: x\r\nNo colon here\r\n"
+                        + "Connection: close\r\n\r\n");
+                assertEquals("request_malformed", validate(call, malformed, 400).json().path("error").path("code").asText());
                 Answer uriTooLong = rawAnswer(base, method.name() + " " + path + "?pad=" + "p".repeat(8_000) + " HTTP/1.1\r\nHost: x\r\n"
                         + "Connection: close\r\n\r\n");
-                validate(call, uriTooLong, 414);
+                assertEquals("uri_too_long", validate(call, uriTooLong, 414).json().path("error").path("code").asText());
                 Answer headersTooLarge = rawAnswer(base, method.name() + " " + path + " HTTP/1.1\r\nHost: x\r\nX-Pad: "
                         + "p".repeat(30_000) + "\r\nConnection: close\r\n\r\n");
-                validate(call, headersTooLarge, 431);
+                assertEquals("headers_too_large", validate(call, headersTooLarge, 431).json().path("error").path("code").asText());
             } catch (IOException e) {
                 throw new IllegalStateException(e);
             }
         }));
     }
 
-    /** A request's head as given, over a plain socket; the answer as received (HTTP/1.0 status lines too). */
+    /** A request's head as given, over a plain socket; the answer as received. */
     static Answer rawAnswer(URI base, String head) throws IOException {
         byte[] received;
         try (Socket socket = new Socket(base.getHost(), base.getPort())) {
