@@ -61,7 +61,7 @@ public final class SandboxWebhooks implements AutoCloseable {
 
     /** Makes the event of a PaymentIntent change ({@code piJson} is the object as it is now) and delivers it. */
     public Event emit(String type, String piJson) {
-        Event event = store(type, piJson, System.currentTimeMillis() / 1000);
+        Event event = store(type, piJson, null);
         String target = url;
         if (target != null && !lose) {
             for (int i = 0; i < duplicates; i++) {
@@ -93,12 +93,14 @@ public final class SandboxWebhooks implements AutoCloseable {
         return "{\"made\":" + count + ",\"ids\":[" + ids + "]}";
     }
 
-    private Event store(String type, String objectJson, long created) {
+    /** Stores an event made now ({@code backdatedTo} null: on top of the list, as made) or at an earlier second. */
+    private Event store(String type, String objectJson, Long backdatedTo) {
         String id = "evt_" + randomId(24);
-        String json = "{\"id\":\"" + id + "\",\"object\":\"event\",\"api_version\":\"" + apiVersion + "\",\"created\":" + created
-                + ",\"data\":{\"object\":" + objectJson + "},\"livemode\":false,\"pending_webhooks\":1,"
-                + "\"request\":{\"id\":null,\"idempotency_key\":null},\"type\":\"" + type + "\"}";
         synchronized (events) {
+            long created = backdatedTo != null ? backdatedTo : System.currentTimeMillis() / 1000;
+            String json = "{\"id\":\"" + id + "\",\"object\":\"event\",\"api_version\":\"" + apiVersion + "\",\"created\":" + created
+                    + ",\"data\":{\"object\":" + objectJson + "},\"livemode\":false,\"pending_webhooks\":1,"
+                    + "\"request\":{\"id\":null,\"idempotency_key\":null},\"type\":\"" + type + "\"}";
             Event event = new Event(id, type, created, nextSeq++, json);
             int at = events.size();
             while (at > 0 && OLDEST_FIRST.compare(events.get(at - 1), event) > 0) {
