@@ -134,11 +134,6 @@ public class EventCatchUp {
         return run(holder, Limits.of(config)).fed();
     }
 
-    /** The events this catch-up follows (the types its counter is tagged with). */
-    public List<String> followedTypes() {
-        return followedTypes;
-    }
-
     /** One pass as {@code holder}: nothing if another holder's lease runs, else read on from the place. */
     PassResult run(String holder, Limits limits) {
         Instant started = Instant.now();
