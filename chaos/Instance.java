@@ -86,12 +86,12 @@ final class Instance {
         // minutes, the lookup after a Stripe 5xx pages through every PaymentIntent this run created in 10 minutes and
         // gives up past 50 pages (see README, Chaos).
         config.put("chargeonce.stripe.lookup-skew", opt("lookup-skew", "10s"));
-        // Webhooks (README, Chaos): the secrets, a catch-up every few seconds whose overlap covers the whole run
-        // (events lost in an outage are older than the newest recorded one by up to the run's length), and 3-D Secure
-        // that expires, and is re-checked, within the run.
+        // Webhooks (README, Chaos): the secrets, a catch-up every few seconds whose place follows 10 s behind (the
+        // stand-in lists an event as it makes it: none appears later than that), and 3-D Secure that expires, and is
+        // re-checked, within the run.
         config.put("chargeonce.stripe.webhook-secret", Keys.WEBHOOK_SECRETS);
         config.put("chargeonce.webhooks.catch-up-interval", opt("catch-up-interval", "5s"));
-        config.put("chargeonce.webhooks.catch-up-overlap", opt("catch-up-overlap", "30m"));
+        config.put("chargeonce.webhooks.catch-up-overlap", opt("catch-up-overlap", "10s"));
         config.put("chargeonce.stripe.requires-action-expiry", opt("requires-action-expiry", "20s"));
         config.put("chargeonce.stripe.pending-recheck", opt("pending-recheck", "2s,5s"));
         config.put("chargeonce.recovery.sync-interval", opt("sync-interval", "2s"));

@@ -48,7 +48,7 @@ final class StripeFaults implements FaultSchedule.Family {
         log("instances: lease " + opt("lease", "10s") + ", Stripe connect/read timeout " + opt("stripe-connect-timeout", "1s")
                 + "/" + opt("stripe-read-timeout", "2s") + ", request-max-duration " + maxDurationMs + " ms (longest injected "
                 + longestInjected + " ms), lookup-skew " + opt("lookup-skew", "10s") + "; webhooks: secrets " + Keys.WEBHOOK_SECRETS
-                + ", catch-up every " + opt("catch-up-interval", "5s") + " (overlap " + opt("catch-up-overlap", "30m")
+                + ", catch-up every " + opt("catch-up-interval", "5s") + " (overlap " + opt("catch-up-overlap", "10s")
                 + "), 3-D Secure expiry " + opt("requires-action-expiry", "20s") + ", pending re-checks "
                 + opt("pending-recheck", "2s,5s") + ", sync worker every " + opt("sync-interval", "2s"));
     }

@@ -37,6 +37,8 @@ final class SandboxFaults {
     private volatile long latencyMillis;
     /** How long every list request takes (a list of 100 objects on a busy account is not instant). */
     private volatile long listLatencyMillis;
+    /** How long every events list request takes (a catch-up pass that is slow at Stripe). */
+    private volatile long eventsListLatencyMillis;
     private final ConcurrentLinkedQueue<Step> plan = new ConcurrentLinkedQueue<>();
     /** What the creates on a {@code hold} step wait for: counted down (and replaced) by {@code release=1}. */
     private volatile CountDownLatch release = new CountDownLatch(1);
@@ -53,6 +55,10 @@ final class SandboxFaults {
 
     long listLatencyMillis() {
         return listLatencyMillis;
+    }
+
+    long eventsListLatencyMillis() {
+        return eventsListLatencyMillis;
     }
 
     void failNextBeforeCharging(int count) {
@@ -86,7 +92,7 @@ final class SandboxFaults {
     /**
      * {@code POST /_sandbox/faults}: sets the switches the query names ({@code latency_ms}, {@code fail_before},
      * {@code fail_after}, {@code drop_after}, {@code rate_limit}, {@code list_empty_has_more}, {@code list_rate_limit},
-     * {@code list_latency_ms}; {@code plan} replaces what is left of the plan) and answers them as they are now.
+     * {@code list_latency_ms}, {@code events_list_latency_ms}; {@code plan} replaces what is left of the plan) and answers them as they are now.
      */
     String configure(Map<String, String> query) {
         if (query.containsKey("latency_ms")) latencyMillis = Long.parseLong(query.get("latency_ms"));
@@ -97,6 +103,7 @@ final class SandboxFaults {
         if (query.containsKey("list_empty_has_more")) listEmptyHasMore.set(Integer.parseInt(query.get("list_empty_has_more")));
         if (query.containsKey("list_rate_limit")) listRateLimit.set(Integer.parseInt(query.get("list_rate_limit")));
         if (query.containsKey("list_latency_ms")) listLatencyMillis = Long.parseLong(query.get("list_latency_ms"));
+        if (query.containsKey("events_list_latency_ms")) eventsListLatencyMillis = Long.parseLong(query.get("events_list_latency_ms"));
         if (query.containsKey("release")) {
             releaseHeld();
         }
@@ -136,6 +143,7 @@ final class SandboxFaults {
         listEmptyHasMore.set(0);
         listRateLimit.set(0);
         listLatencyMillis = 0;
+        eventsListLatencyMillis = 0;
         plan.clear();
         latencyMillis = 0;
         releaseHeld();

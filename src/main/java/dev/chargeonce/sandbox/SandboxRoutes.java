@@ -82,9 +82,8 @@ final class SandboxRoutes {
             return customers.retrieve(path.substring("/v1/customers/".length()));
         }
         if (method.equals("GET") && path.equals("/v1/events")) {
-            String page = webhooks.list(query);
-            return page != null ? Response.json(200, page) : Response.json(400, error("invalid_request_error", "parameter_invalid",
-                    "Pass either type (wildcards allowed) or types (up to 20 exact event names), not both.", "types"));
+            SandboxFaults.sleep(faults.eventsListLatencyMillis());
+            return webhooks.list(query);
         }
         if (method.equals("GET") && path.startsWith("/v1/payment_intents/")) {
             return intents.retrieve(path.substring("/v1/payment_intents/".length()));
@@ -125,6 +124,9 @@ final class SandboxRoutes {
                     webhooks.redeliverAll();
                 }
                 return Response.json(200, webhooks.stats());
+            }
+            case "/_sandbox/events" -> {
+                return Response.json(200, webhooks.seed(query));
             }
             case "/_sandbox/customers" -> {
                 return customers.control(query);

@@ -33,11 +33,19 @@ public final class SandboxWebhooks implements AutoCloseable {
     /** The API version of stripe-java 33.3.0, the one Stripe renders events in unless the account pins another. */
     public static final String DEFAULT_API_VERSION = "2026-07-29.dahlia";
 
-    /** One event as Stripe stores it. */
-    public record Event(String id, String type, long created, String json) {
+    /** One event as Stripe stores it; {@code seq} orders the events of one second as they were made. */
+    public record Event(String id, String type, long created, long seq, String json) {
     }
 
+    /** Stripe's order, oldest first: by {@code created}, then as made. */
+    private static final java.util.Comparator<Event> OLDEST_FIRST =
+            java.util.Comparator.comparingLong(Event::created).thenComparingLong(Event::seq);
+
+    /** Every event, oldest first (the list reads it backwards); an event made with an earlier {@code created} than
+     *  the newest one (a backdated one) takes its place by {@code created}, as it would appear at Stripe. */
     private final List<Event> events = new ArrayList<>();
+    private final Map<String, Event> byId = new java.util.HashMap<>();
+    private long nextSeq;
     private final ExecutorService deliveries = Executors.newVirtualThreadPerTaskExecutor();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private final SecureRandom random = new SecureRandom();
@@ -53,15 +61,7 @@ public final class SandboxWebhooks implements AutoCloseable {
 
     /** Makes the event of a PaymentIntent change ({@code piJson} is the object as it is now) and delivers it. */
     public Event emit(String type, String piJson) {
-        String id = "evt_" + randomId(24);
-        long created = System.currentTimeMillis() / 1000;
-        String json = "{\"id\":\"" + id + "\",\"object\":\"event\",\"api_version\":\"" + apiVersion + "\",\"created\":" + created
-                + ",\"data\":{\"object\":" + piJson + "},\"livemode\":false,\"pending_webhooks\":1,"
-                + "\"request\":{\"id\":null,\"idempotency_key\":null},\"type\":\"" + type + "\"}";
-        Event event = new Event(id, type, created, json);
-        synchronized (events) {
-            events.add(event);
-        }
+        Event event = store(type, piJson, null);
         String target = url;
         if (target != null && !lose) {
             for (int i = 0; i < duplicates; i++) {
@@ -69,6 +69,47 @@ public final class SandboxWebhooks implements AutoCloseable {
             }
         }
         return event;
+    }
+
+    /**
+     * {@code POST /_sandbox/events?count=&type=&created_from=&created_to=}: events Stripe made while the endpoint was
+     * down, listed and never delivered, their {@code created} spread evenly from {@code created_from} to
+     * {@code created_to} (epoch seconds, default now), each about a PaymentIntent no charge has (the inbox records
+     * them as {@code unknown}). Answers their ids, oldest first.
+     */
+    String seed(Map<String, String> query) {
+        int count = Integer.parseInt(query.getOrDefault("count", "1"));
+        String type = query.getOrDefault("type", "payment_intent.succeeded");
+        long now = System.currentTimeMillis() / 1000;
+        long from = Long.parseLong(query.getOrDefault("created_from", Long.toString(now)));
+        long to = Long.parseLong(query.getOrDefault("created_to", Long.toString(now)));
+        StringBuilder ids = new StringBuilder();
+        for (int i = 0; i < count; i++) {
+            long created = count == 1 ? to : from + (to - from) * i / (count - 1);
+            String pi = "{\"id\":\"pi_" + randomId(24) + "\",\"object\":\"payment_intent\",\"amount\":100,\"currency\":\"eur\","
+                    + "\"status\":\"succeeded\",\"created\":" + created + ",\"livemode\":false,\"metadata\":{}}";
+            ids.append(i == 0 ? "" : ",").append(SandboxJson.quote(store(type, pi, created).id()));
+        }
+        return "{\"made\":" + count + ",\"ids\":[" + ids + "]}";
+    }
+
+    /** Stores an event made now ({@code backdatedTo} null: on top of the list, as made) or at an earlier second. */
+    private Event store(String type, String objectJson, Long backdatedTo) {
+        String id = "evt_" + randomId(24);
+        synchronized (events) {
+            long created = backdatedTo != null ? backdatedTo : System.currentTimeMillis() / 1000;
+            String json = "{\"id\":\"" + id + "\",\"object\":\"event\",\"api_version\":\"" + apiVersion + "\",\"created\":" + created
+                    + ",\"data\":{\"object\":" + objectJson + "},\"livemode\":false,\"pending_webhooks\":1,"
+                    + "\"request\":{\"id\":null,\"idempotency_key\":null},\"type\":\"" + type + "\"}";
+            Event event = new Event(id, type, created, nextSeq++, json);
+            int at = events.size();
+            while (at > 0 && OLDEST_FIRST.compare(events.get(at - 1), event) > 0) {
+                at--;
+            }
+            events.add(at, event);
+            byId.put(id, event);
+            return event;
+        }
     }
 
     /** Delivers again, now, every event made so far (a replay of what an outage swallowed, for tests). */
@@ -147,6 +188,7 @@ public final class SandboxWebhooks implements AutoCloseable {
     public void clear() {
         synchronized (events) {
             events.clear();
+            byId.clear();
         }
         resetSwitches();
     }
@@ -166,14 +208,20 @@ public final class SandboxWebhooks implements AutoCloseable {
     }
 
     /**
-     * {@code GET /v1/events}: newest first, {@code created[gte]}, {@code created[lte]}, and as at Stripe either
-     * {@code type} (one name, or a group with {@code *}) or {@code types[]} (up to 20 exact names, no wildcard):
-     * anything else is refused, so that a filter Stripe would refuse fails here too. Null: refused.
+     * {@code GET /v1/events}, as Stripe answers it: newest {@code created} first (of one second, the later made
+     * first), {@code limit} (1-100, default 10), {@code created[gte|gt|lte|lt]}, either {@code type} (one name, or a
+     * group with {@code *}) or {@code types[]} (up to 20 exact names, no wildcard), and one cursor at most:
+     * {@code starting_after} (the page after an event: older ones) or {@code ending_before} (the page before it: the
+     * {@code limit} newer events closest to it, still newest first; {@code has_more} says whether newer ones are
+     * left). A cursor names an event by id wherever it stands in the whole list, whatever the filters; an id the
+     * list does not have (never made, or dropped by a reset) is refused as Stripe refuses it, {@code resource_missing}.
      */
-    String list(Map<String, String> query) {
-        int limit = Math.min(100, Integer.parseInt(query.getOrDefault("limit", "10")));
-        long gte = Long.parseLong(query.getOrDefault("created[gte]", "0"));
-        long lte = Long.parseLong(query.getOrDefault("created[lte]", Long.toString(Long.MAX_VALUE)));
+    SandboxHttp.Response list(Map<String, String> query) {
+        int limit = Math.max(1, Math.min(100, Integer.parseInt(query.getOrDefault("limit", "10"))));
+        long gte = Math.max(Long.parseLong(query.getOrDefault("created[gte]", Long.toString(Long.MIN_VALUE))),
+                query.containsKey("created[gt]") ? Long.parseLong(query.get("created[gt]")) + 1 : Long.MIN_VALUE);
+        long lte = Math.min(Long.parseLong(query.getOrDefault("created[lte]", Long.toString(Long.MAX_VALUE))),
+                query.containsKey("created[lt]") ? Long.parseLong(query.get("created[lt]")) - 1 : Long.MAX_VALUE);
         List<String> types = new ArrayList<>();
         query.forEach((k, v) -> {
             if (k.startsWith("types[")) {
@@ -181,33 +229,93 @@ public final class SandboxWebhooks implements AutoCloseable {
             }
         });
         if ((query.containsKey("type") && !types.isEmpty()) || types.size() > 20 || types.stream().anyMatch(t -> t.contains("*"))) {
-            return null;
+            return SandboxHttp.Response.json(400, SandboxJson.error("invalid_request_error", "parameter_invalid",
+                    "Pass either type (wildcards allowed) or types (up to 20 exact event names), not both.", "types"));
         }
         if (query.containsKey("type")) {
             types.add(query.get("type"));
         }
         String startingAfter = query.get("starting_after");
-        List<Event> newestFirst = new ArrayList<>(all());
-        java.util.Collections.reverse(newestFirst);
-        StringBuilder page = new StringBuilder();
-        int count = 0;
-        boolean skipping = startingAfter != null;
-        boolean more = false;
-        for (Event event : newestFirst) {
-            if (skipping) {
-                skipping = !event.id().equals(startingAfter);
-                continue;
-            }
-            if (event.created() < gte || event.created() > lte || (!types.isEmpty() && types.stream().noneMatch(t -> matches(t, event.type())))) {
-                continue;
-            }
-            if (count == limit) {
-                more = true;
-                break;
-            }
-            page.append(count++ == 0 ? "" : ",").append(event.json());
+        String endingBefore = query.get("ending_before");
+        if (startingAfter != null && endingBefore != null) {
+            return SandboxHttp.Response.json(400, SandboxJson.error("invalid_request_error", "parameter_invalid",
+                    "You may only specify one of these parameters: ending_before, starting_after.", "ending_before"));
         }
-        return "{\"object\":\"list\",\"url\":\"/v1/events\",\"has_more\":" + more + ",\"data\":[" + page + "]}";
+        String cursor = startingAfter != null ? startingAfter : endingBefore;
+        List<Event> page = new ArrayList<>();
+        boolean more = false;
+        synchronized (events) {
+            int at = -1;
+            if (cursor != null) {
+                Event named = byId.get(cursor);
+                if (named == null) {
+                    return SandboxHttp.Response.json(400, SandboxJson.error("invalid_request_error", "resource_missing",
+                            "No such event: '" + cursor + "'", startingAfter != null ? "starting_after" : "ending_before"));
+                }
+                at = indexOf(named);
+            }
+            if (endingBefore != null) {
+                // Toward newer events: the closest ones after the cursor, then shown newest first like every page.
+                for (int i = at + 1; i < events.size(); i++) {
+                    Event event = events.get(i);
+                    if (event.created() > lte) {
+                        break;
+                    }
+                    if (event.created() < gte || !ofTypes(types, event)) {
+                        continue;
+                    }
+                    if (page.size() == limit) {
+                        more = true;
+                        break;
+                    }
+                    page.add(event);
+                }
+                java.util.Collections.reverse(page);
+            } else {
+                for (int i = (startingAfter != null ? at : events.size()) - 1; i >= 0; i--) {
+                    Event event = events.get(i);
+                    if (event.created() < gte) {
+                        break;
+                    }
+                    if (event.created() > lte || !ofTypes(types, event)) {
+                        continue;
+                    }
+                    if (page.size() == limit) {
+                        more = true;
+                        break;
+                    }
+                    page.add(event);
+                }
+            }
+        }
+        StringBuilder data = new StringBuilder();
+        for (int i = 0; i < page.size(); i++) {
+            data.append(i == 0 ? "" : ",").append(page.get(i).json());
+        }
+        return SandboxHttp.Response.json(200, "{\"object\":\"list\",\"url\":\"/v1/events\",\"has_more\":" + more
+                + ",\"data\":[" + data + "]}");
+    }
+
+    private static boolean ofTypes(List<String> types, Event event) {
+        return types.isEmpty() || types.stream().anyMatch(t -> matches(t, event.type()));
+    }
+
+    /** Where an event stands in the list, oldest first (called holding the list's lock). */
+    private int indexOf(Event event) {
+        int low = 0;
+        int high = events.size() - 1;
+        while (low <= high) {
+            int mid = (low + high) >>> 1;
+            int order = OLDEST_FIRST.compare(events.get(mid), event);
+            if (order < 0) {
+                low = mid + 1;
+            } else if (order > 0) {
+                high = mid - 1;
+            } else {
+                return mid;
+            }
+        }
+        throw new IllegalStateException("event " + event.id() + " is indexed but not listed");
     }
 
     private static boolean matches(String pattern, String type) {

@@ -23,7 +23,7 @@ import java.util.Map;
  *
  * <p>Control plane under {@code /_sandbox}: {@code GET ledger} ({@code ?charge_id=} or {@code ?key=}, the
  * {@code chargeonce_key} metadata), {@code GET stats}, {@code POST reset},
- * {@code POST faults?latency_ms=&fail_before=&fail_after=&drop_after=&rate_limit=&list_empty_has_more=&list_latency_ms=&plan=&release=},
+ * {@code POST faults?latency_ms=&fail_before=&fail_after=&drop_after=&rate_limit=&list_empty_has_more=&list_latency_ms=&events_list_latency_ms=&plan=&release=},
  * {@code POST seed}, {@code POST payment_intents/{id}/backdate?seconds=}
  * (PaymentIntents made behind the service's back: {@code count}, {@code created_from}, {@code created_to},
  * {@code status}, {@code metadata[...]}) and {@code POST payment_intents/{id}/settle?status=} (a pending payment
@@ -39,8 +39,10 @@ import java.util.Map;
  * does) until it is settled through the control plane; {@code pm_card_authenticationRequired} and
  * {@code pm_card_threeDSecure2Required} leave it {@code requires_action} until {@code POST
  * /_sandbox/payment_intents/{id}/authenticate?result=succeeded|failed} (the customer, in Stripe.js) or a cancel.
- * Every change becomes an event ({@code GET /v1/events}) delivered to a webhook endpoint: see {@link SandboxWebhooks}
- * and {@code POST /_sandbox/webhooks}. Also: {@code POST /v1/payment_intents/{id}/cancel}.
+ * Every change becomes an event ({@code GET /v1/events}: {@code starting_after} and {@code ending_before})
+ * delivered to a webhook endpoint: see {@link SandboxWebhooks}, {@code POST /_sandbox/webhooks} and
+ * {@code POST /_sandbox/events} (events made while the endpoint was down, never delivered). Also:
+ * {@code POST /v1/payment_intents/{id}/cancel}.
  *
  * <p>This class starts and stops the sandbox and is what a test in the same JVM switches and observes. The parts:
  * {@link SandboxHttp} (the socket), {@link SandboxRoutes} (which part answers a path), {@link SandboxPaymentIntents},

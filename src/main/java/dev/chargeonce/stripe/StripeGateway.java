@@ -55,6 +55,16 @@ public class StripeGateway {
         }
     }
 
+    /**
+     * Stripe has no event by the id a list's cursor names (Stripe keeps events 30 days; a test sandbox may have been
+     * reset): the caller finds its place again by time.
+     */
+    public static final class EventCursorGoneException extends LookupFailedException {
+        EventCursorGoneException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
     /** Stripe refused a read for the rate limit (429): nothing is wrong with the data, come back later. */
     public static final class RateLimitedException extends LookupFailedException {
         RateLimitedException(String message, Throwable cause) {
@@ -86,8 +96,27 @@ public class StripeGateway {
     public record RecordPage(List<StripeRecord> records, String lastId, boolean hasMore) {
     }
 
-    /** One page of Stripe's events, newest first, each as its JSON. */
-    public record EventPage(List<String> events, List<String> ids, boolean hasMore) {
+    /** One of Stripe's events as listed: its id, type, creation second and JSON. */
+    public record ListedEvent(String id, String type, long created, String json) {
+    }
+
+    /** One page of Stripe's events, newest first (whichever way it was paged). */
+    public record EventPage(List<ListedEvent> events, boolean hasMore) {
+
+        /** The newest event of the page (the first), the place the next page toward newer events ends before. */
+        public ListedEvent newest() {
+            return events.getFirst();
+        }
+    }
+
+    /**
+     * What to list of Stripe's events: these types (exact names: Stripe's {@code types} filter takes no wildcards, at
+     * most 20), created within {@code [createdGte, createdLte]} (null: unbounded), {@code limit} (1-100) per page,
+     * and at most one cursor: {@code startingAfter} (the page of older events after it) or {@code endingBefore} (the
+     * page of newer events before it, still newest first).
+     */
+    public record EventQuery(Collection<String> types, Long createdGte, Long createdLte, int limit, String startingAfter,
+                             String endingBefore) {
     }
 
     private final StripeConfig config;
@@ -267,11 +296,12 @@ public class StripeGateway {
     }
 
     /**
-     * Stripe's events of these types (exact names: Stripe's {@code types} filter takes no wildcards, at most 20)
-     * created at or after {@code since}, newest first, one page of 100 after {@code startingAfter} (null: the first
-     * page). The Events API keeps 30 days: what an endpoint outage missed.
+     * One page of Stripe's events (the Events API keeps 30 days: what an endpoint outage missed).
+     *
+     * @throws EventCursorGoneException when Stripe has no event by the cursor's id
+     * @throws LookupFailedException    when the page could not be read ({@link RateLimitedException} for a 429)
      */
-    public EventPage listEvents(Collection<String> types, Instant since, String startingAfter) {
-        return records.listEvents(types, since, startingAfter);
+    public EventPage listEvents(EventQuery query) {
+        return records.listEvents(query);
     }
 }

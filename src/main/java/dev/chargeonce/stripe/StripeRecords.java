@@ -10,14 +10,16 @@ import com.stripe.model.StripeCollection;
 import com.stripe.param.EventListParams;
 import com.stripe.param.PaymentIntentListParams;
 import com.stripe.param.RefundListParams;
+import dev.chargeonce.stripe.StripeGateway.EventCursorGoneException;
 import dev.chargeonce.stripe.StripeGateway.EventPage;
+import dev.chargeonce.stripe.StripeGateway.EventQuery;
+import dev.chargeonce.stripe.StripeGateway.ListedEvent;
 import dev.chargeonce.stripe.StripeGateway.LookupFailedException;
 import dev.chargeonce.stripe.StripeGateway.RateLimitedException;
 import dev.chargeonce.stripe.StripeGateway.RecordPage;
 import dev.chargeonce.stripe.StripeGateway.StripeRecord;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -80,26 +82,46 @@ final class StripeRecords {
     }
 
     /** See {@link StripeGateway#listEvents}. */
-    EventPage listEvents(Collection<String> types, Instant since, String startingAfter) {
-        if (types.isEmpty() || types.size() > 20) {
-            throw new IllegalArgumentException("Stripe lists 1 to 20 event types at once, not " + types.size());
+    EventPage listEvents(EventQuery query) {
+        if (query.types().isEmpty() || query.types().size() > 20) {
+            throw new IllegalArgumentException("Stripe lists 1 to 20 event types at once, not " + query.types().size());
         }
         try {
-            EventListParams.Builder params = EventListParams.builder()
-                    .setCreated(EventListParams.Created.builder().setGte(since.getEpochSecond()).build())
-                    .addAllType(List.copyOf(types))
-                    .setLimit(100L);
-            if (startingAfter != null) {
-                params.setStartingAfter(startingAfter);
+            EventListParams.Builder params = EventListParams.builder().addAllType(List.copyOf(query.types())).setLimit((long) query.limit());
+            if (query.createdGte() != null || query.createdLte() != null) {
+                EventListParams.Created.Builder created = EventListParams.Created.builder();
+                if (query.createdGte() != null) {
+                    created.setGte(query.createdGte());
+                }
+                if (query.createdLte() != null) {
+                    created.setLte(query.createdLte());
+                }
+                params.setCreated(created.build());
+            }
+            if (query.startingAfter() != null) {
+                params.setStartingAfter(query.startingAfter());
+            }
+            if (query.endingBefore() != null) {
+                params.setEndingBefore(query.endingBefore());
             }
             StripeCollection<Event> page = clients.client().v1().events().list(params.build());
-            List<String> json = new ArrayList<>();
-            List<String> ids = new ArrayList<>();
-            for (Event event : page.getData()) {
-                json.add(event.toJson());
-                ids.add(event.getId());
+            List<ListedEvent> events = new ArrayList<>();
+            for (Event event : page.getData() == null ? List.<Event>of() : page.getData()) {
+                events.add(new ListedEvent(event.getId(), event.getType(), event.getCreated() == null ? 0 : event.getCreated(),
+                        event.toJson()));
             }
-            return new EventPage(json, ids, Boolean.TRUE.equals(page.getHasMore()));
+            if (events.isEmpty() && Boolean.TRUE.equals(page.getHasMore())) {
+                throw new LookupFailedException("Stripe answered an empty page of events with has_more=true; the list cannot be trusted", null);
+            }
+            return new EventPage(events, Boolean.TRUE.equals(page.getHasMore()));
+        } catch (InvalidRequestException e) {
+            String cursor = query.endingBefore() != null ? query.endingBefore() : query.startingAfter();
+            if (cursor != null && "resource_missing".equals(e.getCode())) {
+                throw new EventCursorGoneException("Stripe has no event " + cursor + " to list from: " + e.getMessage(), e);
+            }
+            throw new LookupFailedException("listing events failed: " + e.getMessage(), e);
+        } catch (RateLimitException e) {
+            throw new RateLimitedException("Stripe rate-limited the list of events", e);
         } catch (StripeException e) {
             throw new LookupFailedException("listing events failed: " + e.getMessage(), e);
         }

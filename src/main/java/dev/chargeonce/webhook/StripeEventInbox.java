@@ -20,9 +20,11 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Collection;
 import java.util.EnumMap;
+import java.util.HashSet;
 import java.util.Map;
-import java.util.Optional;
+import java.util.Set;
 import org.jboss.logging.Logger;
 
 /**
@@ -53,6 +55,8 @@ public class StripeEventInbox {
     private static final String RECORD_OUTCOME = """
             UPDATE stripe_events SET outcome = ?, row_id = ?, detail = ? WHERE id = ?
             """;
+
+    private static final String RECORDED_AMONG = "SELECT id FROM stripe_events WHERE id = ANY(?)";
 
     private static final String DELETE_OLD = """
             DELETE FROM stripe_events WHERE id IN (
@@ -113,26 +117,17 @@ public class StripeEventInbox {
         };
     }
 
-    /** The newest Stripe creation time of a recorded event: where the catch-up resumes. */
-    public Optional<Instant> newestRecorded() {
-        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "SELECT max(stripe_created) FROM stripe_events"); ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            Timestamp newest = rs.getTimestamp(1);
-            return Optional.ofNullable(newest).map(Timestamp::toInstant);
-        } catch (SQLException e) {
-            throw DatabaseFailures.of(e);
-        }
-    }
-
-    /** Whether an event is recorded (the catch-up skips those without re-reading them). */
-    public boolean recorded(String eventId) {
-        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "SELECT 1 FROM stripe_events WHERE id = ?")) {
-            ps.setString(1, eventId);
+    /** Which of these events are recorded: the catch-up's one look per page of Stripe's list. */
+    public Set<String> recordedAmong(Collection<String> eventIds) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(RECORDED_AMONG)) {
+            ps.setArray(1, c.createArrayOf("text", eventIds.toArray()));
+            Set<String> recorded = new HashSet<>();
             try (ResultSet rs = ps.executeQuery()) {
-                return rs.next();
+                while (rs.next()) {
+                    recorded.add(rs.getString(1));
+                }
             }
+            return recorded;
         } catch (SQLException e) {
             throw DatabaseFailures.of(e);
         }

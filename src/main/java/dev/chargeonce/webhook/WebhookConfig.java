@@ -20,11 +20,30 @@ public interface WebhookConfig {
     @WithDefault("5m")
     Duration catchUpInterval();
 
-    /** How far before the newest recorded event a pass lists again (events arrive, and are listed, out of order). */
-    @WithDefault("10m")
+    /**
+     * How long after its creation an event may still appear in Stripe's list (Stripe lists events by creation time,
+     * and one can be listed a little after younger ones; this also covers the clocks' difference): the catch-up's
+     * place never moves onto an event younger than this, so every pass reads those again.
+     */
+    @WithDefault("2m")
     Duration catchUpOverlap();
 
-    /** With no event recorded yet, how far back the first pass lists (Stripe keeps events 30 days). */
-    @WithDefault("24h")
+    /** Where the very first pass starts (no place kept yet): this long ago (Stripe keeps events 30 days). */
+    @WithDefault("1h")
     Duration catchUpFirstWindow();
+
+    /** Events per page of Stripe's list (1-100). */
+    @WithDefault("100")
+    int catchUpPageSize();
+
+    /**
+     * Pages one pass reads at most; a pass that stops there keeps its place and the next pass goes on from it. The
+     * events of one pass interval must fit (1,000 pages: 100,000 events every 5 minutes).
+     */
+    @WithDefault("1000")
+    int catchUpMaxPages();
+
+    /** The lease that lets one pass at a time read (renewed with every page): a killed holder's is taken after this. */
+    @WithDefault("2m")
+    Duration catchUpLease();
 }

@@ -190,7 +190,18 @@ public final class SandboxControl {
     }
 
     public void clearFaults() {
-        faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&list_empty_has_more=0&list_latency_ms=0&list_rate_limit=0&plan=");
+        faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&list_empty_has_more=0&list_latency_ms=0&list_rate_limit=0&events_list_latency_ms=0&plan=");
+    }
+
+    /**
+     * Events Stripe made while the endpoint was down (listed by the Events API, never delivered), {@code created}
+     * spread from {@code from} to {@code to} (epoch seconds); their ids, oldest first.
+     */
+    public List<String> lostEvents(int count, String type, long from, long to) {
+        List<String> ids = new ArrayList<>();
+        post("/_sandbox/events?count=" + count + "&type=" + type + "&created_from=" + from + "&created_to=" + to)
+                .get("ids").forEach(id -> ids.add(id.asText()));
+        return ids;
     }
 
     private JsonNode get(String path) {
