@@ -44,6 +44,16 @@ record Answer(int status, String body, boolean replayed, String retryAfter, long
     }
 
     /**
+     * Which row answered: its charge id and creation time. A row the database lost and a retry claimed again has
+     * the same charge id (its key identity's) and a creation time of its own.
+     */
+    String rowOf() {
+        Object o = Json.parseQuietly(body);
+        Object created = o instanceof Map<?, ?> m ? m.get("created") : null;
+        return chargeId() + "@" + created;
+    }
+
+    /**
      * What must not change when the database lost the row and a new row answered: the status code and the whole
      * body except the new row's charge id and creation time (same PaymentIntent, amount, currency, status...).
      */

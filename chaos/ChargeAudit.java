@@ -252,7 +252,7 @@ final class ChargeAudit {
         Map<String, Answer> firstOfRow = new java.util.HashMap<>();
         if (row != null && row.responseStatus() != null) {
             Answer stored = new Answer(row.responseStatus(), row.responseBody(), false, null);
-            firstOfRow.put(row.id(), stored);
+            firstOfRow.put(stored.rowOf(), stored);
             if (!stored.sameAfterLostRow().equals(expected)) {
                 a.rowAnswerMismatches++;
                 a.note("ROW HOLDS ANOTHER ANSWER", where + "\n    client first: " + first.describe() + "\n    new row: "
@@ -269,7 +269,7 @@ final class ChargeAudit {
                 a.answersOfUnknownRows++;
                 a.note("ANSWER OF AN UNKNOWN ROW", where + ": " + later.describe() + p.story(t0));
             }
-            Answer sameRow = chargeId == null ? null : firstOfRow.putIfAbsent(chargeId, later);
+            Answer sameRow = chargeId == null ? null : firstOfRow.putIfAbsent(later.rowOf(), later);
             if (differs) {
                 continue;
             }
