@@ -33,15 +33,18 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The Kafka ingress under chaos (README "Chaos", "Kafka ingress"): a producer that retries (the same event id sent
  * again, at once or later), reuses an event id for another payment now and then, and sends poison records, against
  * instances of the packaged service in one consumer group that the harness kill -9s and restarts, joins and leaves
- * (rebalances), while Stripe's latency spikes so that kills land between the claim and Stripe's answer. Then the
- * chaos stops, the group catches up, and the audit holds every command against the rows, Stripe's ledger, the results
- * topic (after dedup by charge id) and the dead-letter topic. Exits 1 on any duplicate charge, lost command, result
- * missing or unlike its row, or on a run that injected too little chaos to prove anything.
+ * (rebalances), while Stripe's latency spikes so that kills land between the claim and Stripe's answer, and loses the
+ * last commits of a partition now and then ({@link KafkaLostCommits}: what a failover to an asynchronous standby
+ * leaves). Then the chaos stops, the group catches up, and the audit holds every command against the rows, Stripe's
+ * ledger, the results topic (after dedup by charge id; one charge id per command, also across a lost commit) and the
+ * dead-letter topic. Exits 1 on any duplicate charge, lost command, second charge id, result missing or unlike its
+ * row, or on a run that injected too little chaos to prove anything.
  *
  * <p>The harness is the test suite's: its broker launcher, Kafka clients and service launcher (ServiceProcess); the
  * database is made on the PostgreSQL that chaos/kafka-run.sh started (bench/lib.sh start_pg, like every script's).
  *
- *   java chaos.KafkaChaos --pg-port P --duration 45s --seed N --work DIR
+ *   java chaos.KafkaChaos --pg-port P --duration 45s --seed N --work DIR [--min-kills 3] [--min-group-changes 8]
+ *       [--min-lost-commits 2]
  */
 public final class KafkaChaos {
 

@@ -27,18 +27,22 @@ import java.util.function.BiConsumer;
  * Lost commits on the Kafka path: what a failover to an asynchronous standby (or a restore) leaves of the commands'
  * last commits. The harness owns the database, so it makes that state itself, every 4-9 s while the chaos runs: for
  * one partition of the commands topic (one time in four: every partition), the rows of the last 1-3 commands whose
- * offsets were stored, everything at or after their records (the rows of records read since, refusals of records
- * there) and those rows' queued or sent results disappear, and the database's stored offset goes back to the first
- * lost record, in one transaction. Kafka's committed offset stays where the consumers put it.
+ * offsets were stored, with every row of a record at or after theirs (records read since the last store), the 422s
+ * queued for records there, and those rows' results, queued or sent, disappear, and the database's stored offset
+ * goes back to the first lost record, in one transaction. Kafka's committed offset stays where the consumers put it
+ * (at or behind the database's: they store there first). A partition with no row before its stored offset yet (the
+ * group is slow under the kills) but rows of records read since loses those, its offset staying where it is: a
+ * failover between their commits and the offset's next store ("under a batch").
  *
- * <p>Only a consistent suffix by offset goes: the consumers store a partition's offset once the rows of every record
- * before it are committed, so a standby that has a stored offset has the rows before it, and nothing of a record at
- * or after it that this loss keeps. No row of a record before the new stored offset is touched. The offsets are
- * locked for the transaction (a consumer storing one meanwhile waits, as it would for the failover).
+ * <p>Only a consistent suffix by offset goes. A consumer stores a partition's offset once the rows of every record
+ * before it are committed and reads on from there, so the state right after a store has the rows of the records
+ * before that offset and none claimed since: the loss keeps every row of a record before the new stored offset and
+ * takes every one at or after it. The group's offsets are locked for the transaction (a consumer storing one
+ * meanwhile waits, as it would across the failover); the rows' DELETE waits for a finish that holds one, so its
+ * queued result is seen and taken too.
  *
- * <p>What was lost (event ids, charge ids, whether the result had been published) is kept for the audit: every lost
- * command must be read again and finished under the charge id it had, its results before and after the loss naming
- * that one charge id and the same PaymentIntent.
+ * <p>What was lost (event ids, charge ids, whether the result had been published) is kept for the audit
+ * ({@link #audit}), and every loss is written to {@code lost-commits.log}.
  */
 final class KafkaLostCommits implements Runnable {
 
@@ -151,6 +155,11 @@ final class KafkaLostCommits implements Runnable {
         for (int partition : partitions) {
             long storedNext = stored.get(partition);
             Long from = lossStart(c, partition, storedNext, 1 + random.nextInt(3));
+            if (from == null && readSince(c, partition, storedNext)) {
+                // No row before the stored offset (the group is slow under the kills), but rows of records read since:
+                // a failover between their commits and the next store loses them and leaves the offset where it is.
+                from = storedNext;
+            }
             if (from == null) {
                 continue;
             }
@@ -188,6 +197,20 @@ final class KafkaLostCommits implements Runnable {
                 rs.next();
                 long from = rs.getLong(1);
                 return rs.wasNull() ? null : from;
+            }
+        }
+    }
+
+    /** Whether the partition has rows of records at or after its stored offset (read, the offset not stored yet). */
+    private boolean readSince(Connection c, int partition, long storedNext) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM stripe_intents WHERE client_id = ?"
+                + " AND origin LIKE ? AND split_part(origin, '@', 2)::bigint >= ?)")) {
+            ps.setString(1, client);
+            ps.setString(2, originPrefix(partition) + "%");
+            ps.setLong(3, storedNext);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
             }
         }
     }
@@ -282,7 +305,10 @@ final class KafkaLostCommits implements Runnable {
         List<LostCommand> commands = all.stream().flatMap(l -> l.commands().stream()).toList();
         return "lost commits: " + all.size() + " (" + all.stream().filter(l -> !l.allPartitions()).count() + " of one partition, "
                 + all.stream().filter(Loss::allPartitions).count() + " of every partition; "
-                + all.stream().mapToInt(l -> l.offsets().size()).sum() + " partitions' stored offsets moved back), "
+                + all.stream().mapToLong(l -> l.offsets().values().stream().filter(o -> o[1] < o[0]).count()).sum()
+                + " partitions' stored offsets moved back, "
+                + all.stream().mapToLong(l -> l.offsets().values().stream().filter(o -> o[1] == o[0]).count()).sum()
+                + " losses under a batch: only rows read after the stored offset), "
                 + commands.size() + " commands lost with them (" + lostByEvent().size() + " distinct; "
                 + commands.stream().filter(LostCommand::acknowledged).count() + " acknowledged, "
                 + commands.stream().filter(l -> !l.acknowledged()).count() + " read after the stored offset; "
