@@ -161,7 +161,7 @@ public final class KafkaChaos {
                     long pause = 500 + random.nextInt(1_500);
                     pending.add(CompletableFuture.runAsync(() -> {
                         sleep(pause);
-                        victim.process.startProcess();
+                        victim.process.restartProcess();
                         groupChanges.incrementAndGet();
                         log("restarted it as " + victim.process.pid());
                         victim.busy = false;
@@ -393,6 +393,7 @@ public final class KafkaChaos {
         }
         int charged = 0;
         Set<String> lost = lostCommits.lostByEvent().keySet();
+        int lostWithTwoCreated = 0;   // lost commands whose results before and after the loss differ in `created`
         for (Map.Entry<String, String> command : producer.commands.entrySet()) {
             String event = command.getKey();
             String[] row = rows.get(event);
@@ -406,6 +407,9 @@ public final class KafkaChaos {
                     + chargeIdsOfEvent.get(event) + ", its row " + row[0]);
             boolean wasLost = lost.contains(event);
             Set<String> results = (wasLost ? byChargeSansCreated : byCharge).getOrDefault(row[0], Set.of());
+            if (wasLost && byCharge.getOrDefault(row[0], Set.of()).size() > 1) {
+                lostWithTwoCreated++;
+            }
             check(results.size() == 1, event + " (" + row[0] + "): " + results.size() + " distinct results after dedup"
                     + (wasLost ? " (but for `created`: its row was lost and made again)" : "") + ": " + results);
             if (row[3] != null) {
@@ -447,7 +451,8 @@ public final class KafkaChaos {
         log("audit: " + producer.commands.size() + " commands, " + charged + " charged (the rest declined), "
                 + stripe.ledger().size() + " PaymentIntents, " + published + " results published for " + byCharge.size()
                 + " charges (" + (published - byCharge.size() - refusedByEvent.values().stream().mapToInt(Integer::intValue).sum())
-                + " published twice), " + distinctRefusals + " refusals, " + letters.size() + " dead letters");
+                + " published twice; " + lostWithTwoCreated + " lost commands' results differ in `created` only, before and"
+                + " after the loss), " + distinctRefusals + " refusals, " + letters.size() + " dead letters");
     }
 
     /** A result as a row made again after a lost commit must repeat it: all but the creation time. */
