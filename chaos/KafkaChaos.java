@@ -33,19 +33,23 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The Kafka ingress under chaos (README "Chaos", "Kafka ingress"): a producer that retries (the same event id sent
  * again, at once or later), reuses an event id for another payment now and then, and sends poison records, against
  * instances of the packaged service in one consumer group that the harness kill -9s and restarts, joins and leaves
- * (rebalances), while Stripe's latency spikes so that kills land between the claim and Stripe's answer. Then the
- * chaos stops, the group catches up, and the audit holds every command against the rows, Stripe's ledger, the results
- * topic (after dedup by charge id) and the dead-letter topic. Exits 1 on any duplicate charge, lost command, result
- * missing or unlike its row, or on a run that injected too little chaos to prove anything.
+ * (rebalances), while Stripe's latency spikes so that kills land between the claim and Stripe's answer, and loses the
+ * last commits of a partition now and then ({@link KafkaLostCommits}: what a failover to an asynchronous standby
+ * leaves). Then the chaos stops, the group catches up, and the audit holds every command against the rows, Stripe's
+ * ledger, the results topic (after dedup by charge id; one charge id per command, also across a lost commit) and the
+ * dead-letter topic. Exits 1 on any duplicate charge, lost command, second charge id, result missing or unlike its
+ * row, or on a run that injected too little chaos to prove anything.
  *
  * <p>The harness is the test suite's: its broker launcher, Kafka clients and service launcher (ServiceProcess); the
  * database is made on the PostgreSQL that chaos/kafka-run.sh started (bench/lib.sh start_pg, like every script's).
  *
- *   java chaos.KafkaChaos --pg-port P --duration 45s --seed N --work DIR
+ *   java chaos.KafkaChaos --pg-port P --duration 45s --seed N --work DIR [--min-kills 3] [--min-group-changes 8]
+ *       [--min-lost-commits 2]
  */
 public final class KafkaChaos {
 
     static final String CLIENT = "orders";
+    static final String GROUP = "chargeonce-chaos";
     static final ObjectMapper JSON = new ObjectMapper();
     /** Every member this run started: stopped on the way out however the run ends (a restart that fails throws). */
     static final List<ServiceProcess> STARTED = java.util.Collections.synchronizedList(new ArrayList<>());
@@ -61,10 +65,11 @@ public final class KafkaChaos {
         long seed = Long.parseLong(opts.getOrDefault("seed", Long.toString(System.currentTimeMillis())));
         int minKills = Integer.parseInt(opts.getOrDefault("min-kills", "3"));
         int minRebalances = Integer.parseInt(opts.getOrDefault("min-group-changes", "8"));
+        int minLostCommits = Integer.parseInt(opts.getOrDefault("min-lost-commits", "2"));
         Path work = Path.of(opts.getOrDefault("work", "target/kafka-chaos"));
         int pgPort = Integer.parseInt(opts.getOrDefault("pg-port", "5432"));
         Runtime.getRuntime().addShutdownHook(new Thread(() -> List.copyOf(STARTED).forEach(ServiceProcess::close)));
-        System.exit(new KafkaChaos(duration, seed, minKills, minRebalances, work, pgPort).run());
+        System.exit(new KafkaChaos(duration, seed, minKills, minRebalances, minLostCommits, work, pgPort).run());
     }
 
     final Duration duration;
@@ -72,6 +77,7 @@ public final class KafkaChaos {
     final Random random;
     final int minKills;
     final int minGroupChanges;
+    final int minLostCommits;
     final Path work;
     /** The PostgreSQL the script started: the run makes a database of its own there. */
     final int pgPort;
@@ -89,12 +95,13 @@ public final class KafkaChaos {
         }
     }
 
-    KafkaChaos(Duration duration, long seed, int minKills, int minGroupChanges, Path work, int pgPort) {
+    KafkaChaos(Duration duration, long seed, int minKills, int minGroupChanges, int minLostCommits, Path work, int pgPort) {
         this.duration = duration;
         this.seed = seed;
         this.random = new Random(seed);
         this.minKills = minKills;
         this.minGroupChanges = minGroupChanges;
+        this.minLostCommits = minLostCommits;
         this.work = work;
         this.pgPort = pgPort;
     }
@@ -119,6 +126,9 @@ public final class KafkaChaos {
 
             Producer producer = new Producer(kafka, new Random(seed + 1));
             Thread producing = Thread.ofPlatform().name("producer").start(producer);
+            KafkaLostCommits lostCommits = new KafkaLostCommits(jdbc, GROUP, "commands", CLIENT, kafka, new Random(seed + 2),
+                    work.resolve("lost-commits.log"));
+            Thread losing = Thread.ofPlatform().name("lost-commits").start(lostCommits);
             List<CompletableFuture<Void>> pending = new ArrayList<>();
             java.util.concurrent.ExecutorService background = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor();
             long end = System.nanoTime() + duration.toNanos();
@@ -126,7 +136,8 @@ public final class KafkaChaos {
             // three times as long) until the minimums the audit requires are reached, instead of failing short.
             long hardEnd = System.nanoTime() + duration.toNanos() * 3;
             while (System.nanoTime() < end
-                    || ((kills.get() < minKills || groupChanges.get() < minGroupChanges) && System.nanoTime() < hardEnd)) {
+                    || ((kills.get() < minKills || groupChanges.get() < minGroupChanges || lostCommits.count() < minLostCommits)
+                        && System.nanoTime() < hardEnd)) {
                 Thread.sleep(1_500 + random.nextInt(2_500));
                 int action = random.nextInt(5);
                 List<Member> idle = new ArrayList<>(members.stream().filter(m -> !m.busy).toList());
@@ -150,7 +161,7 @@ public final class KafkaChaos {
                     long pause = 500 + random.nextInt(1_500);
                     pending.add(CompletableFuture.runAsync(() -> {
                         sleep(pause);
-                        victim.process.startProcess();
+                        victim.process.restartProcess();
                         groupChanges.incrementAndGet();
                         log("restarted it as " + victim.process.pid());
                         victim.busy = false;
@@ -177,6 +188,8 @@ public final class KafkaChaos {
                     stripe.setLatencyMillis(random.nextInt(400));
                 }
             }
+            lostCommits.stop.set(true);
+            losing.join();
             CompletableFuture.allOf(pending.toArray(CompletableFuture[]::new)).join();
             producer.stop.set(true);
             producing.join();
@@ -192,26 +205,35 @@ public final class KafkaChaos {
             long settleDeadline = System.nanoTime() + Duration.ofSeconds(180).toNanos();
             long total = kafka.endTotal("commands");
             while (System.nanoTime() < settleDeadline) {
-                if (kafka.committedTotal("chargeonce-chaos", "commands") == total && count(jdbc, "SELECT count(*) FROM stripe_intents WHERE status = 'processing'") == 0
+                // The database's offsets too: a partition whose commits were lost is read again up to its end.
+                if (kafka.committedTotal(GROUP, "commands") == total && storedTotal(jdbc) == total
+                        && count(jdbc, "SELECT count(*) FROM stripe_intents WHERE status = 'processing'") == 0
                         && count(jdbc, "SELECT count(*) FROM kafka_outbox WHERE sent_at IS NULL") == 0) {
                     break;
                 }
                 Thread.sleep(500);
             }
-            audit(jdbc, stripe, kafka, producer, total);
+            audit(jdbc, stripe, kafka, producer, lostCommits, total);
             if (kills.get() < minKills) {
                 violations.add("only " + kills.get() + " kill -9s (minimum " + minKills + "): the run proved too little");
             }
             if (groupChanges.get() < minGroupChanges) {
                 violations.add("only " + groupChanges.get() + " group changes (minimum " + minGroupChanges + ")");
             }
+            if (lostCommits.count() < minLostCommits) {
+                violations.add("only " + lostCommits.count() + " lost commits (minimum " + minLostCommits + ")");
+            }
+            lostCommits.failures.forEach(f -> violations.add("a fault switch failed: " + f));
             for (Member member : members) {
                 member.process.close();
             }
-            log("faults: " + kills.get() + " kill -9, " + groupChanges.get() + " group changes (kills, restarts, joins, leaves)");
+            log("faults: " + kills.get() + " kill -9, " + groupChanges.get() + " group changes (kills, restarts, joins, leaves), "
+                    + lostCommits.count() + " lost commits");
+            log(lostCommits.summary());
         }
         if (violations.isEmpty()) {
-            log("AUDIT PASSED: every command charged exactly once, every result published and equal to its row");
+            log("AUDIT PASSED: every command charged exactly once, every result published and equal to its row, every lost"
+                    + " command read again and finished under its one charge id");
             return 0;
         }
         log("AUDIT FAILED: " + violations.size() + " violation(s)");
@@ -241,7 +263,7 @@ public final class KafkaChaos {
         config.put("chargeonce.kafka.commands-topic", "commands");
         config.put("chargeonce.kafka.results-topic", "results");
         config.put("chargeonce.kafka.dead-letter-topic", "dead-letters");
-        config.put("chargeonce.kafka.group-id", "chargeonce-chaos");
+        config.put("chargeonce.kafka.group-id", GROUP);
         config.put("chargeonce.kafka.client-id", CLIENT);
         config.put("chargeonce.kafka.max-poll-records", "10");
         config.put("chargeonce.kafka.client.\"session.timeout.ms\"", "6000");
@@ -315,9 +337,12 @@ public final class KafkaChaos {
         }
     }
 
-    void audit(String jdbc, StripeSandbox stripe, KafkaTestClients kafka, Producer producer, long total) throws Exception {
-        long committed = kafka.committedTotal("chargeonce-chaos", "commands");
+    void audit(String jdbc, StripeSandbox stripe, KafkaTestClients kafka, Producer producer, KafkaLostCommits lostCommits,
+               long total) throws Exception {
+        long committed = kafka.committedTotal(GROUP, "commands");
         check(committed == total, "the group acknowledged " + committed + " of " + total + " records (lost or stuck)");
+        long stored = storedTotal(jdbc);
+        check(stored == total, "the database's offsets acknowledge " + stored + " of " + total + " records (lost commits not read again)");
         Map<String, String[]> rows = new HashMap<>();
         try (Connection c = DriverManager.getConnection(jdbc, "postgres", "postgres"); PreparedStatement ps = c.prepareStatement(
                 "SELECT idempotency_key, id, status, response_status, response_body, client_id FROM stripe_intents")) {
@@ -333,8 +358,13 @@ public final class KafkaChaos {
                 + " commands; without a row: " + diff(producer.commands.keySet(), rows.keySet()) + "; rows of no command: "
                 + diff(rows.keySet(), producer.commands.keySet()));
 
-        // Results, deduplicated by charge id: exactly one distinct result per charge, equal to the row's answer.
+        // Results, deduplicated by charge id: exactly one distinct result per charge, equal to the row's answer. A
+        // command whose row a lost commit took has its row made again by the record's second reading: under the same
+        // charge id, the same answer but for the new row's creation time (`created`), so those are compared without it.
         Map<String, Set<String>> byCharge = new HashMap<>();
+        Map<String, Set<String>> byChargeSansCreated = new HashMap<>();
+        // Every charge id the topic names for a command: exactly one, the row's (also across lost commits).
+        Map<String, Set<String>> chargeIdsOfEvent = new HashMap<>();
         Map<String, Integer> refusedByEvent = new TreeMap<>();
         // What a compacted results topic keeps (or a consumer keeping the latest record per key): the latest per key.
         Map<String, JsonNode> latestByKey = new HashMap<>();
@@ -353,11 +383,17 @@ public final class KafkaChaos {
             } else {
                 check(result.get("event_id").asText().equals(m.key()), "a charge's result keyed by another event id");
                 check("outcome".equals(kind) || "accepted".equals(kind), "a charge's result of kind " + kind + ": " + m.value());
-                byCharge.computeIfAbsent(result.get("charge_id").asText(), k -> new HashSet<>())
+                String chargeId = result.get("charge_id").asText();
+                byCharge.computeIfAbsent(chargeId, k -> new HashSet<>())
                         .add(result.get("status").asInt() + " " + JSON.readTree(result.get("body").toString()));
+                byChargeSansCreated.computeIfAbsent(chargeId, k -> new HashSet<>())
+                        .add(sansCreated(result.get("status").asInt(), result.get("body").toString()));
+                chargeIdsOfEvent.computeIfAbsent(m.key(), k -> new HashSet<>()).add(chargeId);
             }
         }
         int charged = 0;
+        Set<String> lost = lostCommits.lostByEvent().keySet();
+        int lostWithTwoCreated = 0;   // lost commands whose results before and after the loss differ in `created`
         for (Map.Entry<String, String> command : producer.commands.entrySet()) {
             String event = command.getKey();
             String[] row = rows.get(event);
@@ -367,11 +403,19 @@ public final class KafkaChaos {
                 continue;
             }
             check(!row[1].equals("processing"), event + ": still processing after the settle phase");
-            Set<String> results = byCharge.getOrDefault(row[0], Set.of());
-            check(results.size() == 1, event + " (" + row[0] + "): " + results.size() + " distinct results after dedup");
+            check(chargeIdsOfEvent.getOrDefault(event, Set.of()).equals(Set.of(row[0])), event + ": the results topic names charge ids "
+                    + chargeIdsOfEvent.get(event) + ", its row " + row[0]);
+            boolean wasLost = lost.contains(event);
+            Set<String> results = (wasLost ? byChargeSansCreated : byCharge).getOrDefault(row[0], Set.of());
+            if (wasLost && byCharge.getOrDefault(row[0], Set.of()).size() > 1) {
+                lostWithTwoCreated++;
+            }
+            check(results.size() == 1, event + " (" + row[0] + "): " + results.size() + " distinct results after dedup"
+                    + (wasLost ? " (but for `created`: its row was lost and made again)" : "") + ": " + results);
             if (row[3] != null) {
                 String expected = row[2] + " " + JSON.readTree(row[3]);
-                check(results.contains(expected), event + ": the published result is not the row's answer");
+                check(results.contains(wasLost ? sansCreated(Integer.parseInt(row[2]), row[3]) : expected),
+                        event + ": the published result is not the row's answer");
                 JsonNode kept = latestByKey.get(event);
                 check(kept != null && row[0].equals(kept.get("charge_id").asText())
                         && expected.equals(kept.get("status").asInt() + " " + kept.get("body")),
@@ -403,10 +447,21 @@ public final class KafkaChaos {
             letters.add(m.headers().get("chargeonce-original-partition") + "@" + m.headers().get("chargeonce-original-offset"));
         }
         check(letters.size() == producer.poison.get(), letters.size() + " dead-lettered records for " + producer.poison.get() + " poison");
+        lostCommits.audit(rows, chargeIdsOfEvent, this::check);
         log("audit: " + producer.commands.size() + " commands, " + charged + " charged (the rest declined), "
                 + stripe.ledger().size() + " PaymentIntents, " + published + " results published for " + byCharge.size()
                 + " charges (" + (published - byCharge.size() - refusedByEvent.values().stream().mapToInt(Integer::intValue).sum())
-                + " published twice), " + distinctRefusals + " refusals, " + letters.size() + " dead letters");
+                + " published twice; " + lostWithTwoCreated + " lost commands' results differ in `created` only, before and"
+                + " after the loss), " + distinctRefusals + " refusals, " + letters.size() + " dead letters");
+    }
+
+    /** A result as a row made again after a lost commit must repeat it: all but the creation time. */
+    static String sansCreated(int status, String body) throws java.io.IOException {
+        JsonNode node = JSON.readTree(body);
+        if (node instanceof com.fasterxml.jackson.databind.node.ObjectNode object) {
+            object.remove("created");
+        }
+        return status + " " + node;
     }
 
     void check(boolean ok, String violation) {
@@ -419,6 +474,11 @@ public final class KafkaChaos {
         Set<String> d = new HashSet<>(a);
         d.removeAll(b);
         return d.size() > 10 ? Set.of(d.size() + " ids") : d;
+    }
+
+    /** The group's offsets the database has stored, summed over the commands topic's partitions. */
+    static long storedTotal(String jdbc) {
+        return count(jdbc, "SELECT coalesce(sum(next_offset), 0) FROM kafka_offsets WHERE group_id = '" + GROUP + "' AND topic = 'commands'");
     }
 
     static long count(String jdbc, String sql) {

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # chargeonce Kafka chaos run: one command (see README "Chaos" and "Kafka ingress").
 #
-#   chaos/kafka-run.sh [--duration 45s] [--seed N] [--min-kills 3] [--min-group-changes 8]
+#   chaos/kafka-run.sh [--duration 45s] [--seed N] [--min-kills 3] [--min-group-changes 8] [--min-lost-commits 2]
 #
 # A real Kafka broker (single-node KRaft, from Maven Central, on loopback), a PostgreSQL 15 (bench/lib.sh start_pg,
 # as every script starts one), the Stripe stand-in, and two to three instances of the packaged service in one consumer
 # group. A producer retries (the same event id again, at once or later), reuses event ids for other payments and
 # sends poison records, while the harness kill -9s and restarts members, has a third member join and leave
-# (rebalances), and slows Stripe down so that kills land between the claim and Stripe's answer. Then the audit:
-# one row and one PaymentIntent per command, none beyond, every record acknowledged, one distinct result per charge
-# after dedup by charge id and equal to its row, a 422 per reused event id, a dead letter per poison record. Exits
-# non-zero on any violation, or when the run injected fewer kills or group changes than the minimums.
+# (rebalances), slows Stripe down so that kills land between the claim and Stripe's answer, and loses commits (what
+# a failover to an asynchronous standby leaves: a partition's last rows, their results and its stored offset gone
+# from the database, Kafka's committed offset left ahead). Then the audit: one row and one PaymentIntent per command,
+# none beyond, every record acknowledged, one distinct result per charge after dedup by charge id and equal to its
+# row, one charge id per command on the results topic (a lost command's before and after its loss alike), every lost
+# command read again and finished, a 422 per reused event id, a dead letter per poison record. Exits non-zero on any
+# violation, or when the run injected fewer kills, group changes or lost commits than the minimums.
 # Starts everything on 127.0.0.1 and stops everything it started, nothing else.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,7 +39,7 @@ mkdir -p "$RESULTS/classes"
 # what the chaos runs share (chaos/Harness.java).
 ./mvnw -B -ntp -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$RESULTS/test-classpath.txt" >/dev/null
 CP="$(cat "$RESULTS/test-classpath.txt"):$ROOT/$APP_JAR:$ROOT/$SANDBOX_JAR"
-javac --release 21 -nowarn -d "$RESULTS/classes" -cp "$CP" chaos/KafkaChaos.java chaos/Harness.java \
+javac --release 21 -nowarn -d "$RESULTS/classes" -cp "$CP" chaos/KafkaChaos.java chaos/KafkaLostCommits.java chaos/Harness.java \
   src/test/java/dev/chargeonce/testing/KafkaBroker.java src/test/java/dev/chargeonce/testing/KafkaTestClients.java \
   src/test/java/dev/chargeonce/testing/ServiceProcess.java src/test/java/dev/chargeonce/testing/TestPostgres.java \
   src/test/java/dev/chargeonce/testing/TestKeys.java
