@@ -56,6 +56,9 @@ class WaitThenReplayIT {
         // 3 s acquisition timeout for the pool to grow (21 of them answered 503 in a CI run).
         config.put("quarkus.datasource.jdbc.initial-size", "32");
         config.put("quarkus.datasource.jdbc.min-size", "32");
+        // Stripe holds the first request until every waiter has arrived (up to FIRST_HELD_AT_MOST_MILLIS): its try
+        // must not time out before that, nor its lease run out.
+        ProcessEnvironment.shortLease(config, Duration.ofSeconds(60), Duration.ofSeconds(30));
         instanceA = ServiceProcess.start("waiters-a", config);
         instanceB = ServiceProcess.start("waiters-b", config);
     }
