@@ -123,7 +123,13 @@ class EventCatchUpTest {
         List<String> lost = stripe.lostEvents(150, "payment_intent.payment_failed", now - 30 * 60, now - 20 * 60);
         EventCatchUp.Limits limits = new EventCatchUp.Limits(20, 50, Duration.ofSeconds(1), Duration.ofMinutes(1), Duration.ofHours(1));
 
-        assertEquals(EventCatchUp.Outcome.FINISHED, catchUp.run("instance-a", limits).outcome());
+        // The sandbox holds the events of every test run before this one too: more than one pass may be needed.
+        EventCatchUp.PassResult pass = catchUp.run("instance-a", limits);
+        for (int passes = 1; pass.outcome() != EventCatchUp.Outcome.FINISHED; passes++) {
+            assertEquals(EventCatchUp.Stop.PAGE_BUDGET, pass.stop(), "a pass stops only at its page budget: " + pass);
+            assertTrue(passes < 200, "the passes end: " + pass);
+            pass = catchUp.run("instance-a", limits);
+        }
         assertEquals(List.of(), unrecorded(lost));
     }
 
