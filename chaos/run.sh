@@ -95,7 +95,7 @@ mkdir -p "$WORK_DIR/classes"
 # (src/test/.../testing), not copies of them.
 CHAOS_SOURCES=()
 for source in chaos/*.java; do
-  [ "$source" = chaos/KafkaChaos.java ] || CHAOS_SOURCES+=("$source")
+  case "$source" in chaos/Kafka*.java) ;; *) CHAOS_SOURCES+=("$source") ;; esac
 done
 javac --release 21 -d "$WORK_DIR/classes" -cp "$PGJDBC" "${CHAOS_SOURCES[@]}" \
   src/test/java/dev/chargeonce/testing/ServiceProcess.java src/test/java/dev/chargeonce/testing/TcpProxy.java \
