@@ -59,6 +59,7 @@ class WaitThenReplayIT {
         // Stripe holds the first request until every waiter has arrived (up to FIRST_HELD_AT_MOST_MILLIS): its try
         // must not time out before that, nor its lease run out.
         ProcessEnvironment.shortLease(config, Duration.ofSeconds(60), Duration.ofSeconds(30));
+        config.put("dev.chargeonce.stripe.StripeApi/create/Timeout/value", "31");
         instanceA = ServiceProcess.start("waiters-a", config);
         instanceB = ServiceProcess.start("waiters-b", config);
     }
