@@ -26,6 +26,11 @@ final class Refund {
     final String body;
     final String conflictingBody;
     final AtomicReference<Answer> firstFinal = new AtomicReference<>();
+    /**
+     * The first 404 of the charge while a lost commit had deleted its row: not final, the charge comes back under
+     * its id when its client asks again (a charge id is its key identity's); the answer if it never did.
+     */
+    final AtomicReference<Answer> chargeMissing = new AtomicReference<>();
     final List<Answer> finals = Collections.synchronizedList(new ArrayList<>());
     final List<Answer> conflictAnswers = Collections.synchronizedList(new ArrayList<>());
     final List<Answer> history = Collections.synchronizedList(new ArrayList<>());
@@ -77,9 +82,20 @@ final class Refund {
         return a.status() == 503 && a.body() != null && a.body().contains("\"refund_under_reconciliation\"");
     }
 
+    /** A final answer of this refund: {@link #isFinal}, but not a 404 of its charge while the charge's row was lost. */
+    boolean isFinalHere(Answer a) {
+        return isFinal(a) && !chargeMissingForNow(a);
+    }
+
+    private boolean chargeMissingForNow(Answer a) {
+        return a.status() == 404 && RefundAudit.chargeLostBefore(payment, chargeId, a.receivedAt());
+    }
+
     void record(Answer a) {
         history.add(a);
-        if (isFinal(a)) {
+        if (chargeMissingForNow(a)) {
+            chargeMissing.compareAndSet(null, a);
+        } else if (isFinal(a)) {
             firstFinal.compareAndSet(null, a);
             finals.add(a);
         } else if (isParked(a)) {

@@ -177,7 +177,8 @@ final class RefundAudit {
             byIdentity.getOrDefault(f.identity(), List.of()).forEach(sr -> madeById.put(sr.id(), sr));
             byChaosRefund.getOrDefault(f.id, List.of()).forEach(sr -> madeById.put(sr.id(), sr));
             List<StripeRefund> made = List.copyOf(madeById.values());
-            Answer first = f.firstFinal.get();
+            // A refund whose charge's row was lost and never came back keeps its 404 (refused before Stripe).
+            Answer first = f.firstFinal.get() != null ? f.firstFinal.get() : f.chargeMissing.get();
             String where = f.describe() + ", row " + (row == null ? "none" : row.id() + " " + row.status()
                     + (row.parked() ? " parked: " + row.reconciliationReason() : "")) + ", Stripe: " + made;
             String evidence = where + f.story(t0) + "\n  payment " + f.payment.id + f.payment.story(t0);

@@ -162,7 +162,7 @@ final class RefundClients {
             next = -1;
             Answer a = sendRefund(f, f.body, target, Duration.ofMillis(300 + r.nextInt(3_700)));
             f.record(a);
-            if (Refund.isFinal(a) || Refund.isParked(a)) {
+            if (f.isFinalHere(a) || Refund.isParked(a)) {
                 return;
             }
             sleep(a.status() == -1 ? 50 + r.nextInt(400) : 100 + r.nextInt(700));
