@@ -161,7 +161,7 @@ public final class KafkaChaos {
                     long pause = 500 + random.nextInt(1_500);
                     pending.add(CompletableFuture.runAsync(() -> {
                         sleep(pause);
-                        victim.process.restartProcess();
+                        victim.process.startProcess();
                         groupChanges.incrementAndGet();
                         log("restarted it as " + victim.process.pid());
                         victim.busy = false;

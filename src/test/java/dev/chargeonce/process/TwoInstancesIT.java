@@ -155,6 +155,53 @@ class TwoInstancesIT {
     }
 
     @Test
+    void aPodStartedWhileAnotherMigratesWaitsForTheMigrationRatherThanFailing() throws Exception {
+        // A rolling deploy: one pod's migration holds Flyway's schema history (here the test's lock stands in for
+        // it) for longer than the pool's bound on one read. A pod starting meanwhile waits for it: the bound is the
+        // hot path's (a database that fell silent), not a migration's, which may wait on locks and rewrite tables.
+        Map<String, String> config = env.serviceConfig();
+        config.put("quarkus.datasource.jdbc.additional-jdbc-properties.watchedReadLimit", "1");
+        ServiceProcess instanceC = null;
+        try (Connection holder = env.connect()) {
+            holder.setAutoCommit(false);
+            try (PreparedStatement lock = holder.prepareStatement(
+                    "LOCK TABLE flyway_schema_history IN ACCESS EXCLUSIVE MODE")) {
+                lock.execute();
+            }
+            // Released once the starting pod has waited on it for more than twice its read limit.
+            java.util.concurrent.CompletableFuture<Boolean> release = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try (Connection watcher = env.connect();
+                        PreparedStatement waiting = watcher.prepareStatement(
+                                "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'flyway_schema_history'::regclass")) {
+                    boolean waited = false;
+                    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+                    while (!waited && System.nanoTime() < deadline) {
+                        try (ResultSet rows = waiting.executeQuery()) {
+                            rows.next();
+                            waited = rows.getLong(1) > 0;
+                        }
+                        Thread.sleep(50);
+                    }
+                    Thread.sleep(2_500);
+                    holder.commit();
+                    return waited;
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            instanceC = ServiceProcess.start("instance-c", config);
+            assertTrue(release.get(), "the pod's start waited on the schema history");
+            ChargeClient.Answer answer = client.post(instanceC.uri("/v1/charges"), UUID.randomUUID().toString(),
+                    ChargeClient.VISA, Duration.ofSeconds(10));
+            assertEquals(201, answer.status(), answer.body());
+        } finally {
+            if (instanceC != null) {
+                instanceC.close();
+            }
+        }
+    }
+
+    @Test
     void bothInstancesExportTheReplicaLag() throws Exception {
         // Writes keep the replica behind by its apply delay; the gauge (measured every second) must show it. A
         // gauge is NaN until its first measurement, and a loaded machine may measure late: so the writes go on

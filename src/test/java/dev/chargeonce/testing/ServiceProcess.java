@@ -200,10 +200,8 @@ public final class ServiceProcess implements AutoCloseable {
             } catch (IllegalStateException e) {
                 service.close();
                 // A port found free here was taken before the service bound it: on a machine whose ephemeral range
-                // reaches below the ports handed out here, an outgoing connection's local end can take it. Or the
-                // database handed no connection to the start's migration within the pool's acquisition timeout (3
-                // s), on a machine loaded by other suites. Start again (new ports), not a failed test; anything else
-                // the start logged fails the test as it is.
+                // reaches below the ports handed out here, an outgoing connection's local end can take it. Start
+                // again (new ports), not a failed test; anything else the start logged fails the test as it is.
                 String log = service.log();
                 java.util.regex.Matcher cause = START_AGAIN.matcher(log);
                 if (attempt == 3 || !cause.find()) {
@@ -221,12 +219,8 @@ public final class ServiceProcess implements AutoCloseable {
         }
     }
 
-    /** The database handed the start's migration no connection within the pool's acquisition timeout (3 s). */
-    private static final String NO_CONNECTION_FOR_MIGRATION =
-            "FlywaySqlUnableToConnectToDbException.*Acquisition timeout while waiting for new connection";
-
     private static final java.util.regex.Pattern START_AGAIN = java.util.regex.Pattern.compile(
-            "QuarkusBindException|Address already in use|seems to be in use|" + NO_CONNECTION_FOR_MIGRATION);
+            "QuarkusBindException|Address already in use|seems to be in use");
 
     /**
      * Starts the service with a configuration it must refuse, and returns what it logged before it exited. Fails if
@@ -278,27 +272,6 @@ public final class ServiceProcess implements AutoCloseable {
      */
     public void startProcess(Duration timeout) {
         awaitReady(timeout, launch());
-    }
-
-    /**
-     * Starts the process again on the same ports, as {@link #startProcess()} does, and once more (three starts at
-     * most) when a start failed only because the database handed its migration no connection within the pool's
-     * acquisition timeout: on a machine loaded by other suites a restart meets that as a first start does
-     * ({@link #start}). Anything else it logged throws as it is.
-     */
-    public void restartProcess() {
-        for (int attempt = 1; ; attempt++) {
-            try {
-                startProcess();
-                return;
-            } catch (IllegalStateException e) {
-                if (attempt == 3 || isAlive() || !java.util.regex.Pattern.compile(NO_CONNECTION_FOR_MIGRATION).matcher(log()).find()) {
-                    throw e;
-                }
-                System.err.println(name + ": the restart found no database connection for its migration in time,"
-                        + " starting again: " + e.getMessage());
-            }
-        }
     }
 
     public String name() {
