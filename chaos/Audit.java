@@ -47,6 +47,9 @@ final class Audit {
     long deliveries, deliveriesAcknowledged, duplicatesAcknowledged, deliveriesFailed, deliveriesUnreachable, deliveriesRefused;
     long inboxRecorded, inboxFromWebhook, inboxFromCatchUp, inboxApplied, inboxIgnored, inboxUnknown;
     long eventsNeverRecorded, refundEventsNeverRecorded, unfollowedEventsNeverRecorded, unknownOfKnownCharge, unknownWhileRowLost, unknownOfNoRow;
+    /** The event catch-up: passes stopped on their page budget; its place's lag, the most and the last seen (s). */
+    long catchUpBudgetStops = -1;
+    double catchUpMaxLag = -1, catchUpLastLag = -1;
     long statesCompared, stateMismatches, statesBackwards, stateReads, stateReadsOk, stateReadsNotFound;
     final Map<String, Long> finalStates = new TreeMap<>();
     // Refunds: chargeonce only (the naive control has none).
@@ -131,6 +134,11 @@ final class Audit {
         if (webhooks && deliveriesAcknowledged == 0) {
             out.add(label + ": no webhook delivery was acknowledged");
         }
+        // With --require-catch-up-overflow: the window held more events than one catch-up pass reads, at least once.
+        if (webhooks && Boolean.parseBoolean(opt("require-catch-up-overflow", "false")) && catchUpBudgetStops < 1) {
+            out.add(label + ": no catch-up pass stopped on its page budget (--require-catch-up-overflow): the window never held"
+                    + " more events than a pass reads; lower --catch-up-page-size / --catch-up-max-pages");
+        }
         // The refund paths too: made, refused over the charge, and refunds of one charge at once.
         if (refundsAudited && plannedSeconds >= 60) {
             if (refundsMade == 0) {
@@ -173,6 +181,11 @@ final class Audit {
         a.tally = run.tally;
         a.faults = run.faults;
         a.switchFailures = List.copyOf(run.switchFailures);
+        if (run.catchUp != null) {
+            a.catchUpBudgetStops = run.catchUp.budgetStops(run.variant);
+            a.catchUpMaxLag = run.catchUp.maxLagSeconds();
+            a.catchUpLastLag = run.catchUp.lastLagSeconds();
+        }
         long t0 = run.faults.t0;
 
         // Stripe's side: every PaymentIntent, with the identity of (client, key) the service wrote

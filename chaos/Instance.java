@@ -92,6 +92,9 @@ final class Instance {
         config.put("chargeonce.stripe.webhook-secret", Keys.WEBHOOK_SECRETS);
         config.put("chargeonce.webhooks.catch-up-interval", opt("catch-up-interval", "5s"));
         config.put("chargeonce.webhooks.catch-up-overlap", opt("catch-up-overlap", "10s"));
+        // A pass's reach (page size x pages): the CI run makes it smaller than the window (chaos/run.sh).
+        config.put("chargeonce.webhooks.catch-up-page-size", opt("catch-up-page-size", "100"));
+        config.put("chargeonce.webhooks.catch-up-max-pages", opt("catch-up-max-pages", "1000"));
         config.put("chargeonce.stripe.requires-action-expiry", opt("requires-action-expiry", "20s"));
         config.put("chargeonce.stripe.pending-recheck", opt("pending-recheck", "2s,5s"));
         config.put("chargeonce.recovery.sync-interval", opt("sync-interval", "2s"));

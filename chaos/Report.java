@@ -99,6 +99,9 @@ final class Report {
                 + x.duplicatesAcknowledged + ") / " + x.deliveriesFailed + " / " + x.deliveriesUnreachable);
         metrics.put("events the service recorded: by webhook / by catch-up; applied / ignored / unknown", x -> !x.webhooks ? "–"
                 : x.inboxFromWebhook + " / " + x.inboxFromCatchUp + "; " + x.inboxApplied + " / " + x.inboxIgnored + " / " + x.inboxUnknown);
+        metrics.put("event catch-up: passes stopped on their page budget / its place's lag behind now, most / last seen (s)",
+                x -> !x.webhooks ? "–" : x.catchUpBudgetStops + " / " + String.format(java.util.Locale.ROOT, "%.0f / %.0f",
+                        x.catchUpMaxLag, x.catchUpLastLag));
         metrics.put("unknown events: of no row / while the row was deleted (lost commit)", x -> !x.webhooks ? "–"
                 : x.unknownOfNoRow + " / " + x.unknownWhileRowLost);
         metrics.put("charge states after the final round: settled after (ms) / watchers' GETs: 200 / 404 / lost (instance down)",

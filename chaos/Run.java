@@ -58,6 +58,8 @@ final class Run {
     final FaultLog faults;
     /** chargeonce only: the webhook endpoint the stand-in delivers to (the control has none). */
     final WebhookRelay relay;
+    /** chargeonce only: the event catch-up's lag and the passes that stopped on their page budget. */
+    final CatchUpWatch catchUp;
     /** The 3-D Secure customers and the watchers of their charges' states (until the audit). */
     final ExecutorService customers = Executors.newVirtualThreadPerTaskExecutor();
     volatile boolean watchingStates = true;
@@ -78,6 +80,7 @@ final class Run {
         this.schedule = new FaultSchedule(this);
         this.faults = new FaultLog(schedule.deck());
         this.relay = variant == Variant.CHARGEONCE ? new WebhookRelay(instances) : null;
+        this.catchUp = variant == Variant.CHARGEONCE ? new CatchUpWatch(instances) : null;
     }
 
     synchronized SplittableRandom rnd() {
@@ -128,6 +131,9 @@ final class Run {
         }
         endAt = start + durationSeconds * 1000;
         Thread scheduler = Thread.ofVirtual().start(schedule::run);
+        if (catchUp != null) {
+            catchUp.start();
+        }
         int clientCount = Integer.parseInt(opt("clients", "24"));
         List<Thread> workers = new ArrayList<>();
         for (int i = 0; i < clientCount; i++) {
@@ -188,6 +194,9 @@ final class Run {
             awaitStates();
         }
         watchingStates = false;
+        if (catchUp != null) {
+            catchUp.stop();
+        }
         customers.shutdown();
         customers.awaitTermination(30, TimeUnit.SECONDS);
 

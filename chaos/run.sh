@@ -4,6 +4,7 @@
 #   chaos/run.sh [--duration 180s] [--naive-duration D] [--instances 2] [--clients 24] [--seed N]
 #                [--no-naive] [--allow-naive-without-duplicates] [--min-faults 15] [--min-payments 50]
 #                [--lookup-skew 10s] [--citus]
+#                [--catch-up-page-size 100] [--catch-up-max-pages 1000] [--require-catch-up-overflow]
 #
 # Clients with many logical payments (random timeouts and retries, concurrent duplicates, a key reused with
 # another body now and then) against --instances packaged service processes sharing one PostgreSQL primary,
@@ -22,6 +23,9 @@
 # run of 60 s or more, or no refund made, refused amount_too_large or asked at once in such a run), and when
 # the control shows no duplicate (unless --allow-naive-without-duplicates; --require-naive-duplicates, the default,
 # is still accepted).
+# The service's event catch-up reads Stripe's events in passes of --catch-up-max-pages pages of --catch-up-page-size;
+# made smaller than the window (the CI run), a pass stops on its budget and the next goes on from its place;
+# --require-catch-up-overflow fails a run in which no pass did (it would not have tested that).
 # With --citus (scale/citus/run.sh), the instances run on a Citus coordinator with two workers instead of one
 # primary (the service's migrations distribute its tables), without a replica and without the control (both are
 # about a lagging replica); Citus is built when it is missing (bench/lib.sh need_citus).
@@ -48,6 +52,9 @@ REPLICA_DELAY_MS=2000
 # chargeonce.stripe.lookup-skew for the instances: the stand-in shares this host's clock (see README "Chaos").
 LOOKUP_SKEW=10s
 CITUS=0
+CATCH_UP_PAGE_SIZE=100
+CATCH_UP_MAX_PAGES=1000
+REQUIRE_CATCH_UP_OVERFLOW=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) DURATION="$2"; shift 2 ;;
@@ -62,7 +69,10 @@ while [ $# -gt 0 ]; do
     --min-payments) MIN_PAYMENTS="$2"; shift 2 ;;
     --lookup-skew) LOOKUP_SKEW="$2"; shift 2 ;;
     --citus) CITUS=1; NAIVE=0; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --catch-up-page-size) CATCH_UP_PAGE_SIZE="$2"; shift 2 ;;
+    --catch-up-max-pages) CATCH_UP_MAX_PAGES="$2"; shift 2 ;;
+    --require-catch-up-overflow) REQUIRE_CATCH_UP_OVERFLOW=true; shift ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -136,7 +146,8 @@ java -cp "$WORK_DIR/classes:$PGJDBC" chaos.Chaos \
   --service-replica "$SERVICE_REPLICA" --duration "$DURATION" --naive-duration "$NAIVE_DURATION" \
   --instances "$INSTANCES" --clients "$CLIENTS" --seed "$SEED" --skip-naive "$([ "$NAIVE" = 1 ] && echo false || echo true)" \
   --require-naive-duplicates "$REQUIRE_NAIVE" --min-faults "$MIN_FAULTS" --min-payments "$MIN_PAYMENTS" \
-  --lookup-skew "$LOOKUP_SKEW" &
+  --lookup-skew "$LOOKUP_SKEW" --catch-up-page-size "$CATCH_UP_PAGE_SIZE" --catch-up-max-pages "$CATCH_UP_MAX_PAGES" \
+  --require-catch-up-overflow "$REQUIRE_CATCH_UP_OVERFLOW" &
 HARNESS_PID=$!
 wait "$HARNESS_PID"
 status=$?

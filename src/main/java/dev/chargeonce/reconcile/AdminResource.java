@@ -118,7 +118,7 @@ public class AdminResource {
         return Map.of("data", stories.runs(limit(limit)));
     }
 
-    /** Queues a run over a window ({@code from}, {@code to}: ISO-8601 instants) and starts a pass for it now. */
+    /** Queues a run over a window ({@code from}, {@code to}: ISO-8601 instants); it starts as soon as the runs before it end. */
     @POST
     @Path("/reconciliation/runs")
     @Consumes(MediaType.APPLICATION_JSON)
@@ -133,7 +133,8 @@ public class AdminResource {
         } catch (DateTimeParseException | IllegalArgumentException e) {
             throw ApiException.invalidRequest("parameter_invalid", "from and to must be ISO-8601 instants, from before to.", "from");
         }
-        Thread.ofVirtual().name("reconciliation-on-demand").start(job::passQuietly);
+        long runId = run.id();
+        Thread.ofVirtual().name("reconciliation-on-demand").start(() -> job.runSoon(runId));
         return Response.status(202).entity(run).build();
     }
 

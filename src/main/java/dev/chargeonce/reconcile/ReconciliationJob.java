@@ -112,14 +112,29 @@ public class ReconciliationJob {
         }
     }
 
-    /** A pass whose failure is only logged (an on-demand pass in the background). */
-    void passQuietly() {
-        try {
-            pass();
-        } catch (RuntimeException e) {
-            LOG.warnf("reconciliation pass ended early: %s", e.getMessage());
+    /**
+     * An operator's run, in the background: passes until it has ended. A pass does nothing while this instance is in
+     * a pass already or another instance holds the job's lease; then it tries again each second, and the run starts
+     * as soon as the runs queued before it end (the lease's holder also goes on to the next open run when its own
+     * ends). After one schedule interval the scheduled passes carry it on. Failures are only logged.
+     */
+    void runSoon(long runId) {
+        long deadline = System.nanoTime() + config.interval().toNanos();
+        while (System.nanoTime() < deadline) {
+            try {
+                pass();
+                Optional<ReconciliationStore.Run> run = store.findRun(runId);
+                if (run.isEmpty() || !OPEN.contains(run.get().status())) {
+                    return;
+                }
+            } catch (RuntimeException e) {
+                LOG.warnf("reconciliation pass ended early: %s", e.getMessage());
+            }
+            sleep(Duration.ofSeconds(1));
         }
     }
+
+    private static final java.util.Set<String> OPEN = java.util.Set.of("queued", "running");
 
     /** Queues a run over a window (an operator's, or a test's); the next pass runs it. */
     public ReconciliationStore.Run request(Instant from, Instant to, String requestedBy) {
@@ -162,7 +177,14 @@ public class ReconciliationJob {
             if (run == null) {
                 return new PassResult(true, null, null, 0, 0);
             }
-            return execute(lease, run);
+            PassResult result = execute(lease, run);
+            // A run queued meanwhile (an operator's) starts now, not at the next scheduled pass. (A run that is
+            // still open after it ended here was not finished under this lease: the lease is lost, stop.)
+            while (!"running".equals(result.status()) && (open = store.nextOpenRun()).isPresent()
+                    && open.get().id() != result.runId()) {
+                result = execute(lease, open.get());
+            }
+            return result;
         } finally {
             refreshGauges();
             store.release(lease);

@@ -26,7 +26,13 @@ public class RouterRefusals {
             context.next();
             return;
         }
-        EdgeAnswers.refuse(context.response(), status, code(status), message(status));
+        EdgeAnswers.refuse(context.response(), status, code(status), message(status)).onComplete(sent -> {
+            // The answer says "Connection: close"; with a body still unread (a chunked body over the limit) the
+            // server would go on reading it, and the client wait for the close: close it now, as Quarkus does.
+            if (!context.request().isEnded()) {
+                context.request().connection().close();
+            }
+        });
     }
 
     static String code(int status) {

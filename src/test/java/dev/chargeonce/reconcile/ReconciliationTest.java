@@ -98,6 +98,31 @@ class ReconciliationTest {
     }
 
     @Test
+    void aRunAnOperatorRequestsWhileAnotherInstanceRunsStartsAsSoonAsThatRunEnds() throws Exception {
+        // Another instance holds the job's lease (its run is under way) when the operator asks for a run: the run
+        // starts once that lease is let go, not at the next scheduled pass (ten minutes on).
+        ReconciliationStore.JobLease other = store.acquire("another-instance", Duration.ofSeconds(30)).orElseThrow();
+        try {
+            Instant now = Instant.now();
+            long id = ((Number) operator().contentType(ContentType.JSON)
+                    .body(Map.of("from", now.minus(Duration.ofMinutes(5)).toString(), "to", now.toString()))
+                    .post("/admin/v1/reconciliation/runs").then().statusCode(202).extract().path("id")).longValue();
+            Thread.sleep(2_000);
+            assertEquals("queued", store.findRun(id).orElseThrow().status(), "it waits while the other instance runs");
+            store.release(other);
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            String status = "queued";
+            while (System.nanoTime() < deadline && !"completed".equals(status)) {
+                Thread.sleep(200);
+                status = store.findRun(id).orElseThrow().status();
+            }
+            assertEquals("completed", status, "the requested run ran once the other instance's run ended");
+        } finally {
+            store.release(other);
+        }
+    }
+
+    @Test
     void aPaymentBehindTheServicesBackAndOneStripeLostAreFoundOnceAndCanBeAcknowledged() {
         // One charge whose PaymentIntent Stripe then loses, and one PaymentIntent of a key this service never saw.
         String lostCharge = charge(ACME_KEY, UUID.randomUUID().toString(), VISA).then().statusCode(201)
