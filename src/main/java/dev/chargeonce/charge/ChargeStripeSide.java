@@ -81,10 +81,25 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
         return Fingerprint.of(ChargeService.METHOD, ChargeService.PATH, request.canonicalJson()).stored(2);
     }
 
+    /**
+     * The key's PaymentIntent; a {@link StripeOutcome.KeyConflict} when it was made by another request than this one
+     * (the key was first used with another body, whose row the database lost): never this row's answer.
+     */
     @Override
     public Optional<StripeOutcome> find(ClaimedIntent intent, ChargeRequest request, Instant from, Instant until, int maxPages,
                                         BooleanSupplier stillHolding) {
-        return stripe.findPaymentIntent(identity(intent), intent.id(), from, until, maxPages, stillHolding);
+        return stripe.findPaymentIntentMade(identity(intent), intent.id(), from, until, maxPages, stillHolding)
+                .map(pi -> {
+                    String madeBy = pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.REQUEST);
+                    return madeBy(request, madeBy) ? StripeGateway.classify(pi)
+                            : new StripeOutcome.KeyConflict("the key's PaymentIntent " + pi.getId() + " was made by another request");
+                });
+    }
+
+    @Override
+    public boolean madeBy(ChargeRequest request, String requestFingerprint) {
+        return requestFingerprint == null
+                || Fingerprint.of(ChargeService.METHOD, ChargeService.PATH, request.canonicalJson()).matches(requestFingerprint);
     }
 
     @Override
@@ -97,7 +112,7 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
                     ChargeRequest earlier = requestOf(pi);
                     return new EarlierRequest(StripeGateway.classify(pi), fingerprint, earlier.canonicalJson(),
                             earlier.amount(), earlier.currency(),
-                            Fingerprint.of(ChargeService.METHOD, ChargeService.PATH, request.canonicalJson()).matches(fingerprint));
+                            madeBy(request, fingerprint));
                 });
     }
 
@@ -125,7 +140,8 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
     public static ObjectState state(PaymentIntent pi) {
         return new ObjectState(pi.getId(), pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.KEY),
                 pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.CLIENT_ID), StripeGateway.classify(pi),
-                pi.getStatus());
+                pi.getStatus(),
+                pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.REQUEST));
     }
 
     @Override

@@ -255,6 +255,10 @@ public class OperationDriver {
 
     /** What Stripe (or a lookup, or a retrieve) said about a PaymentIntent: the key's answer, or pending. */
     private <R> KeyAnswer settle(ClaimedIntent intent, StripeSide<R> side, R request, StripeOutcome outcome, Duration sinceLastSend) {
+        if (outcome instanceof StripeOutcome.KeyConflict conflict) {
+            // A lookup found the key's payment made by another request (its row lost): take that request on.
+            return takeOnEarlierRequest(intent, side, request, conflict);
+        }
         Optional<Finishes.Final> answer = side.finalAnswer(new RowRef(intent.id(), intent.createdAt()), request,
                 outcome, firstLook());
         if (answer.isPresent()) {

@@ -89,7 +89,14 @@ public class Settlement {
         }
         ObjectOwner owner = found.get();
         if (owner.status() == IntentStatus.PROCESSING) {
-            Optional<Final> answer = side.finalAnswer(new RowRef(owner.id(), owner.createdAt()), side.parse(owner.requestJson()),
+            R request = side.parse(owner.requestJson());
+            if (!side.madeBy(request, object.requestFingerprint())) {
+                // The key's earlier request made it, whose row the database lost: this row's driver takes that
+                // request on (Stripe refuses this one's); finishing it here would give this request its payment.
+                return new Result(Effect.IGNORED, owner.id(), objectId + " was made by another request of the key; its driver"
+                        + " takes that request on");
+            }
+            Optional<Final> answer = side.finalAnswer(new RowRef(owner.id(), owner.createdAt()), request,
                     outcome, stripeConfig.pendingRecheck().get(0));
             if (answer.isEmpty()) {
                 return new Result(Effect.IGNORED, owner.id(), objectId + " " + stripeStatus + ": no answer yet; its driver follows it");

@@ -56,9 +56,21 @@ public interface StripeSide<R> {
 
     /**
      * A Stripe object as read: its identity ({@code chargeonce_key} metadata, null when none), the client it was
-     * made for ({@code chargeonce_client_id}, null when none), what its state means, and its status as Stripe wrote it.
+     * made for ({@code chargeonce_client_id}, null when none), what its state means, its status as Stripe wrote it,
+     * and the fingerprint of the request that made it ({@code chargeonce_request}, null when it carries none).
      */
-    record ObjectState(String objectId, String identity, String clientId, StripeOutcome outcome, String stripeStatus) {
+    record ObjectState(String objectId, String identity, String clientId, StripeOutcome outcome, String stripeStatus,
+                       String requestFingerprint) {
+    }
+
+    /**
+     * Whether an object of this key, made by the request whose fingerprint it carries, may be this request's: false
+     * when it tells another request (the key was first used with another body, and the database lost that row).
+     * Such an object is never this row's answer: the row takes the earlier request on instead. True when the object
+     * tells no request, or the operation keeps none.
+     */
+    default boolean madeBy(R request, String requestFingerprint) {
+        return true;
     }
 
     /**

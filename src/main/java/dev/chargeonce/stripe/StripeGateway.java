@@ -231,6 +231,12 @@ public class StripeGateway {
         return lookups.findPaymentIntentMade(identity, null, from, until, maxPages, stillHolding);
     }
 
+    /** As {@link #findPaymentIntent} (a row of a release that named its PaymentIntents by charge id too), the object itself. */
+    public Optional<PaymentIntent> findPaymentIntentMade(String identity, String legacyChargeId, Instant from, Instant until,
+                                                         int maxPages, BooleanSupplier stillHolding) {
+        return lookups.findPaymentIntentMade(identity, legacyChargeId, from, until, maxPages, stillHolding);
+    }
+
     /**
      * Finds the refund a refund key made (its {@code chargeonce_key} metadata), among the refunds of the
      * PaymentIntent created in {@code [from, until]} (widened by the skew), paging to the end.

@@ -138,6 +138,58 @@ class LostRowTest {
         assertOnlyPaymentIntent(key, original);
     }
 
+    /**
+     * The row is lost; the next request with the key carries another body, and Stripe's edge fails its create (the
+     * row stays in flight, its outcome unknown). Then the original PaymentIntent's event arrives (a redelivery, the
+     * catch-up): it must not finish that row, since the PaymentIntent was made by the earlier request, not by this
+     * one. The other body is told 422; the original's retry gets its 201 with the first charge id and amount.
+     */
+    @Test
+    void anEventOfTheEarlierRequestsPaymentIntentDoesNotFinishTheRowOfAnotherBody() throws Exception {
+        String key = UUID.randomUUID().toString();
+        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        first.then().statusCode(201);
+        String original = first.jsonPath().getString("payment_intent");
+        String chargeId = first.jsonPath().getString("id");
+        loseRow(key);
+
+        String otherBody = ChargeApiTest.VISA.replace("1000", "2500");
+        stripe.plan("edge", "edge", "edge", "edge", "edge", "edge");
+        Response unknown = ChargeApiTest.post(ACME_KEY, key, otherBody);
+        assertEquals(503, unknown.statusCode(), unknown.asString());
+        stripe.clearFaults();
+
+        String event = paymentIntentEvent("payment_intent.succeeded", stripe.paymentIntent(original));
+        Response delivered = io.restassured.RestAssured.given().contentType("application/json; charset=utf-8").body(event)
+                .header("Stripe-Signature", dev.chargeonce.sandbox.SandboxWebhooks.signatureHeader(event,
+                        PostgresAndSandbox.WEBHOOK_SECRET, System.currentTimeMillis() / 1000))
+                .post("/v1/webhooks/stripe");
+        assertEquals(200, delivered.statusCode(), delivered.asString());
+
+        Response other = ChargeApiTest.retryWhileNotFinal(key, otherBody, 8);
+        assertEquals(422, other.statusCode(), other.asString());
+        assertEquals("idempotency_key_reused", other.jsonPath().getString("error.code"));
+        Response again = ChargeApiTest.retryWhileNotFinal(key, ChargeApiTest.VISA, 8);
+        assertEquals(201, again.statusCode(), again.asString());
+        assertEquals(chargeId, again.jsonPath().getString("id"), "the first answer's charge id");
+        assertEquals(original, again.jsonPath().getString("payment_intent"));
+        assertEquals(1000, again.jsonPath().getInt("amount"));
+        assertOnlyPaymentIntent(key, original);
+    }
+
+    private static String paymentIntentEvent(String type, JsonNode paymentIntent) throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        com.fasterxml.jackson.databind.node.ObjectNode event = json.createObjectNode();
+        event.put("id", "evt_lost" + UUID.randomUUID().toString().replace("-", "").substring(0, 20));
+        event.put("object", "event");
+        event.put("api_version", dev.chargeonce.sandbox.SandboxWebhooks.DEFAULT_API_VERSION);
+        event.put("created", System.currentTimeMillis() / 1000);
+        event.putObject("data").set("object", paymentIntent);
+        event.put("livemode", false);
+        event.put("type", type);
+        return json.writeValueAsString(event);
+    }
+
     private static void assertChargeReadable(String chargeId, String paymentIntent) {
         Response read = io.restassured.RestAssured.given().header("Authorization", "Bearer " + ACME_KEY)
                 .get("/v1/charges/" + chargeId);
