@@ -50,13 +50,13 @@ public class ConsolePages {
     /**
      * {@code fmt:}, the pages' formats ({@link Readable}): {@code {fmt:money(amount, currency)}},
      * {@code {fmt:utc(instant)}}, {@code {fmt:long(text)}} (whether to fold it) and {@code {fmt:head(text)}}; and two
- * helpers for texts made of parts: {@code {fmt:first(a, b)}} (the first that is not null) and
- * {@code {fmt:said(outcome, detail)}} ({@code "outcome: detail"}).
+     * helpers for texts made of parts: {@code {fmt:first(a, b)}} (the first that is not null) and
+     * {@code {fmt:said(outcome, detail)}} ({@code "outcome: detail"}).
      */
     private static NamespaceResolver formats() {
         return NamespaceResolver.builder("fmt").resolveAsync(ctx -> {
             List<CompletableFuture<Object>> params = ctx.getParams().stream().map(p -> ctx.evaluate(p).toCompletableFuture()).toList();
-            return CompletableFuture.allOf(params.toArray(CompletableFuture[]::new)).thenApply(done -> {
+            return CompletableFuture.allOf(params.toArray(CompletableFuture[]::new)).<Object>thenApply(done -> {
                 List<Object> args = params.stream().map(CompletableFuture::join).toList();
                 return switch (ctx.getName()) {
                     case "money" -> args.get(0) == null ? "" : Readable.money(((Number) args.get(0)).longValue(), (String) args.get(1));

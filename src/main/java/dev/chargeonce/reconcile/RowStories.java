@@ -14,7 +14,8 @@ import java.util.stream.IntStream;
 /**
  * What an operator reads before acting: the rows that need one, the findings, and a row's whole story (its claim,
  * how often it was driven, the Stripe keys its attempts sent, its last Stripe error, the events that concerned it,
- * what operators did to it). Reads only.
+ * a charge's refunds, the findings about it, what operators did to it; in time order through {@link StoryTimeline}).
+ * Reads only.
  */
 @ApplicationScoped
 public class RowStories {
