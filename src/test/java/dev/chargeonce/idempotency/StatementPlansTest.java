@@ -28,7 +28,9 @@ import org.junit.jupiter.api.Test;
  * on a quiet table, and a statement whose conditions imply their predicate ({@code status = 'processing'}) was
  * planned as a scan of the whole partial index filtered by id: one finish reading every row in flight, which made a
  * charge cost more the more charges were in flight (2,000 in flight: 2,000 rows read per finish). Checked on the
- * generic plan (the one a prepared statement keeps), after {@code ANALYZE} of a table of finished rows only.
+ * generic plan (the one a prepared statement keeps), after {@code ANALYZE} of a table of finished rows only. The
+ * operators' search ({@link OperatorRows#searchStatements}) is held to an index too: none of its lookups reads the
+ * whole table.
  */
 @QuarkusTest
 @WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
