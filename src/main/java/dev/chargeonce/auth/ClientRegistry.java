@@ -15,6 +15,8 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 public class ClientRegistry {
 
     private final Map<String, String> clientByKeyHash = new HashMap<>();
+    /** The clients' ids (a client with two keys, while one is rotated, once). */
+    private final java.util.Set<String> clientIds = new java.util.LinkedHashSet<>();
 
     ClientRegistry(@ConfigProperty(name = "chargeonce.auth.clients") String clients) {
         for (String entry : clients.split(",")) {
@@ -31,6 +33,7 @@ public class ClientRegistry {
             if (!hash.matches("[0-9a-f]{64}")) {
                 throw new IllegalArgumentException("chargeonce.auth.clients: the hash of client " + clientId + " is not 64 hex digits");
             }
+            clientIds.add(clientId);
             if (clientByKeyHash.put(hash, clientId) != null) {
                 throw new IllegalArgumentException("chargeonce.auth.clients: two clients share one API key");
             }
@@ -43,6 +46,11 @@ public class ClientRegistry {
      */
     static String presentedKeyId(String apiKey) {
         return Fingerprint.sha256Hex(apiKey).substring(0, 16);
+    }
+
+    /** Every configured client's id: what the operators' search hashes a typed Idempotency-Key for. */
+    public java.util.Set<String> clientIds() {
+        return java.util.Collections.unmodifiableSet(clientIds);
     }
 
     /** The client that owns this bearer token, if any. */

@@ -3,6 +3,7 @@ package dev.chargeonce.console;
 import dev.chargeonce.auth.OperatorFilter;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.reconcile.OperatorActions;
+import dev.chargeonce.reconcile.PaymentSearch;
 import dev.chargeonce.reconcile.ReconciliationStore;
 import dev.chargeonce.reconcile.RowStories;
 import dev.chargeonce.web.ApiException;
@@ -28,9 +29,10 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The operator's console: one page of what needs an operator (open findings, parked and stuck rows, runs, recent
- * actions) and a page per row with its story and the safe actions, as plain HTML forms. Thin: it reads through
- * {@link RowStories} and acts through {@link OperatorActions}, which fence and record every action.
+ * The operator's console: one page of what needs an operator (a search box, open findings, parked and stuck rows,
+ * runs, recent actions), a page of search results, and a page per row with its story and the safe actions, as plain
+ * HTML forms. Thin: it reads through {@link RowStories} and {@link PaymentSearch} and acts through
+ * {@link OperatorActions}, which fence and record every action.
  */
 @Path("/console")
 @Produces(MediaType.TEXT_HTML)
@@ -40,8 +42,10 @@ public class ConsoleResource {
     private final OperatorActions actions;
     private final FormTokens tokens;
     private final ConsolePages pages;
+    private final PaymentSearch search;
 
-    ConsoleResource(RowStories stories, OperatorActions actions, FormTokens tokens, ConsolePages pages) {
+    ConsoleResource(RowStories stories, OperatorActions actions, FormTokens tokens, ConsolePages pages, PaymentSearch search) {
+        this.search = search;
         this.stories = stories;
         this.actions = actions;
         this.tokens = tokens;
@@ -65,6 +69,10 @@ public class ConsoleResource {
         data.put("rows", stories.attentionRows(200));
         data.put("runs", stories.runs(10));
         data.put("actions", stories.recentActions(20));
+        data.put("resolved", stories.resolvedFindings(20));
+        data.put("clients", search.clients());
+        data.put("q", "");
+        data.put("client", "");
         banner(data, message);
         data.put("acknowledgeTokens", acknowledgeTokens);
         return page(pages.index(data), session);
@@ -90,6 +98,25 @@ public class ConsoleResource {
         data.put("markFailedToken", tokens.issue(operator, session.id(), form + "mark-failed"));
         data.put("requeueToken", tokens.issue(operator, session.id(), form + "requeue"));
         return page(pages.row(data), session);
+    }
+
+    /**
+     * The search box's answer: every charge and refund the text names (an id, an Idempotency-Key, a PaymentIntent, a
+     * Stripe refund or customer, a client), each linked to its page. A plain GET form: the results page can be
+     * bookmarked and reloaded, and needs no script. The text is not echoed into any link (it may be a client's key).
+     */
+    @GET
+    @Path("/search")
+    @RunOnVirtualThread
+    public Response search(@Context ContainerRequestContext request, @CookieParam(FormTokens.SESSION_COOKIE) String cookie,
+                           @QueryParam("q") String q, @QueryParam("client") String client) {
+        Map<String, Object> data = new HashMap<>();
+        data.put("operator", OperatorFilter.operator(request));
+        data.put("q", q == null ? "" : q.strip());
+        data.put("client", client == null ? "" : client.strip());
+        data.put("clients", search.clients());
+        data.put("matches", search.search(q, client));
+        return page(pages.search(data), session(cookie));
     }
 
     /** The pages' stylesheet: a file of the console's own, since their Content-Security-Policy refuses inline styles. */

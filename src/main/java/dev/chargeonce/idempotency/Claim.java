@@ -42,7 +42,11 @@ public sealed interface Claim {
     record Unheld() implements Claim {
     }
 
-    /** The service cannot prove what Stripe did with this key: an operator reconciles it, nobody re-charges. */
-    record UnderReconciliation() implements Claim {
+    /**
+     * The service cannot prove what Stripe did with this key: an operator reconciles it, nobody re-charges.
+     *
+     * @param rowId the key's row, which the answer names (what the client quotes, and the console finds)
+     */
+    record UnderReconciliation(String rowId) implements Claim {
     }
 }

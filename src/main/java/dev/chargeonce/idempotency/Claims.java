@@ -176,7 +176,7 @@ public class Claims {
                     row.finishedAt() == null ? row.createdAt().toInstant() : row.finishedAt().toInstant()));
         }
         if (row.needsReconciliation()) {
-            return Optional.of(new Claim.UnderReconciliation());
+            return Optional.of(new Claim.UnderReconciliation(row.id()));
         }
         if (row.leaseLeftMillis() > 0) {
             return Optional.of(new Claim.InFlight(Duration.ofMillis(row.leaseLeftMillis()), row.id()));

@@ -76,6 +76,23 @@ public class OperatorRows {
     private static final String REFUNDS_OF_CHARGE = "SELECT " + viewColumns(Operation.REFUND)
             + " FROM stripe_refunds WHERE charge_id = ? AND client_id = ? ORDER BY created_at";
 
+    // The operators' search (dev.chargeonce.reconcile.PaymentSearch): besides a row by id (VIEW_BY_ID) and by Stripe
+    // object or key identity (VIEWS_OF), the charges that name a Stripe customer (over every client, through the
+    // partial index of V1.17.1: only rows whose request names a customer are in it, so a charge without one costs
+    // no JSON parse), and a client's latest charges (one client: one shard).
+    private static final String CHARGES_OF_CUSTOMER = "SELECT " + viewColumns(Operation.CHARGE) + " FROM stripe_intents"
+            + " WHERE request LIKE '%\"customer\":%' AND (request::jsonb ->> 'customer') = ? ORDER BY created_at DESC LIMIT ?";
+    private static final String LATEST_CHARGES_OF_CLIENT = "SELECT " + viewColumns(Operation.CHARGE) + " FROM stripe_intents"
+            + " WHERE client_id = ? ORDER BY created_at DESC, id DESC LIMIT ?";
+
+    /** The search's own statements, by name: for the test that holds each to an index. */
+    static Map<String, String> searchStatements() {
+        return Map.of("CHARGES_OF_CUSTOMER", CHARGES_OF_CUSTOMER, "LATEST_CHARGES_OF_CLIENT", LATEST_CHARGES_OF_CLIENT,
+                "VIEW_BY_ID.CHARGE", VIEW_BY_ID.get(Operation.CHARGE), "VIEW_BY_ID.REFUND", VIEW_BY_ID.get(Operation.REFUND),
+                "VIEWS_OF.CHARGE", VIEWS_OF.get(Operation.CHARGE), "VIEWS_OF.REFUND", VIEWS_OF.get(Operation.REFUND),
+                "REFUNDS_OF_CHARGE", REFUNDS_OF_CHARGE);
+    }
+
     private List<RowView> views(Operation op, String sql, Jdbc.Binder binder) {
         return Jdbc.all(primary, sql, binder, rs -> view(op, rs));
     }
@@ -118,6 +135,22 @@ public class OperatorRows {
             ps.setTimestamp(3, Timestamp.from(afterFinished == null ? Instant.EPOCH : afterFinished));
             ps.setString(4, afterId == null ? "" : afterId);
             ps.setInt(5, limit);
+        });
+    }
+
+    /** The latest charges that name this Stripe customer, newest first (any client's: an operator's look). */
+    public List<RowView> chargesOfCustomer(String customerId, int limit) {
+        return views(Operation.CHARGE, CHARGES_OF_CUSTOMER, ps -> {
+            ps.setString(1, customerId);
+            ps.setInt(2, limit);
+        });
+    }
+
+    /** A client's latest charges, newest first. */
+    public List<RowView> latestChargesOf(String clientId, int limit) {
+        return views(Operation.CHARGE, LATEST_CHARGES_OF_CLIENT, ps -> {
+            ps.setString(1, clientId);
+            ps.setInt(2, limit);
         });
     }
 

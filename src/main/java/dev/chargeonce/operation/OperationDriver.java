@@ -140,7 +140,7 @@ public class OperationDriver {
                 metrics.mismatch(op);
                 throw keyReused(op);
             }
-            case Claim.UnderReconciliation parked -> RetryLaterAnswers.underReconciliation(op);
+            case Claim.UnderReconciliation parked -> RetryLaterAnswers.underReconciliation(op, parked.rowId());
             case Claim.Unheld unheld -> {
                 // Circuit open and the key's earlier tries may have reached Stripe: say nothing about what was done.
                 metrics.circuitOpenRejection(op);
@@ -402,7 +402,7 @@ public class OperationDriver {
             return answerOfRow(intent);
         }
         metrics.parkedForReconciliation(intent.operation());
-        return RetryLaterAnswers.underReconciliation(intent.operation());
+        return RetryLaterAnswers.underReconciliation(intent.operation(), intent.id());
     }
 
     private KeyAnswer finish(ClaimedIntent intent, Finishes.Final answer) {
@@ -429,7 +429,7 @@ public class OperationDriver {
         metrics.fencedOut(intent.operation());
         Finishes.RowState state = finishes.stateOf(intent.operation(), intent.clientId(), intent.id());
         if (state.parked()) {
-            return RetryLaterAnswers.underReconciliation(intent.operation());
+            return RetryLaterAnswers.underReconciliation(intent.operation(), intent.id());
         }
         return state.answer().map(answer -> KeyAnswer.replay(answer, null, null)).orElseGet(() -> RetryLaterAnswers.inFlight(RETRY_SOON,
                 new KeyAnswer.InFlightRow(intent.id(), RETRY_SOON)));

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.web.ErrorBody;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
  * The answers that are not final and never stored (503, 409 + {@code Retry-After}), the same for every operation
@@ -62,13 +64,22 @@ public final class RetryLaterAnswers {
                 "Idempotency-Key")), retryAfter).inFlightOn(row);
     }
 
-    public static KeyAnswer underReconciliation(Operation op) {
-        return KeyAnswer.retryLater(503, write(ErrorBody.of("api_error",
-                op == Operation.REFUND ? "refund_under_reconciliation" : "charge_under_reconciliation",
-                op == Operation.REFUND
-                        ? "The outcome of this refund is being reconciled with Stripe; it will not be made again."
-                        : "The outcome of this charge is being reconciled with Stripe; it will not be charged again.", null)),
-                Duration.ofMinutes(10));
+    /**
+     * The key's row waits for an operator. The answer names it ({@code charge} or {@code refund}: the same field a
+     * stored answer about the row uses), so that the client can quote it to support and the operator find it.
+     */
+    public static KeyAnswer underReconciliation(Operation op, String rowId) {
+        Map<String, Object> error = new LinkedHashMap<>();
+        error.put("type", "api_error");
+        error.put("code", op == Operation.REFUND ? "refund_under_reconciliation" : "charge_under_reconciliation");
+        error.put("message", op == Operation.REFUND
+                ? "The outcome of this refund is being reconciled with Stripe; it will not be made again."
+                : "The outcome of this charge is being reconciled with Stripe; it will not be charged again.");
+        error.put("param", null);
+        if (rowId != null) {
+            error.put(op.column(), rowId);
+        }
+        return KeyAnswer.retryLater(503, write(Map.of("error", error)), Duration.ofMinutes(10));
     }
 
     static String write(Object value) {

@@ -34,8 +34,10 @@ public class AdminResource {
     private final RowStories stories;
     private final OperatorActions actions;
     private final ReconciliationJob job;
+    private final PaymentSearch search;
 
-    AdminResource(RowStories stories, OperatorActions actions, ReconciliationJob job) {
+    AdminResource(RowStories stories, OperatorActions actions, ReconciliationJob job, PaymentSearch search) {
+        this.search = search;
         this.stories = stories;
         this.actions = actions;
         this.job = job;
@@ -71,6 +73,29 @@ public class AdminResource {
     public Object story(@PathParam("operation") String operation, @PathParam("id") String id) {
         return stories.story(operation(operation), id).orElseThrow(() -> new ApiException(404, "invalid_request_error",
                 "resource_missing", "No such " + operation + ": " + id, "id", null));
+    }
+
+    /**
+     * The console's search box for scripts: the charges and refunds {@code q} names (an id, an Idempotency-Key, a
+     * PaymentIntent, a Stripe refund or customer, a client), each with how it matched and the row as
+     * {@code /rows/{operation}/{id}} shows it; {@code client} narrows an Idempotency-Key to one client's.
+     */
+    @GET
+    @Path("/search")
+    @RunOnVirtualThread
+    public Object search(@QueryParam("q") String q, @QueryParam("client") String client) {
+        if (q == null || q.isBlank()) {
+            throw ApiException.invalidRequest("parameter_missing", "Send q: a charge or refund id, an Idempotency-Key, a pi_, re_ or"
+                    + " cus_ id, or a client id.", "q");
+        }
+        return Map.of("data", search.search(q, client).stream().map(m -> {
+            Map<String, Object> hit = new LinkedHashMap<>();
+            hit.put("matched_by", m.matchedBy().column());
+            hit.put("operation", m.row().operation().column());
+            hit.put("id", m.row().id());
+            hit.put("row", m.row());
+            return hit;
+        }).toList());
     }
 
     @POST

@@ -324,6 +324,18 @@ public class ReconciliationStore {
                 });
     }
 
+    /** Every finding that concerns this row, open or resolved, oldest first: part of its story. */
+    List<StoredFinding> findingsOfRow(String rowId) {
+        return query("SELECT " + FINDING_COLUMNS + " FROM reconciliation_findings WHERE row_id = ? ORDER BY first_seen LIMIT 200",
+                ps -> ps.setString(1, rowId), rs -> {
+                    List<StoredFinding> all = new ArrayList<>();
+                    while (rs.next()) {
+                        all.add(finding(rs));
+                    }
+                    return all;
+                });
+    }
+
     /** Resolves an open finding; false when it was resolved already. */
     boolean resolve(long findingId, String by, String resolution) {
         return update("UPDATE reconciliation_findings SET resolved_at = clock_timestamp(), resolved_by = ?, resolution = ? "

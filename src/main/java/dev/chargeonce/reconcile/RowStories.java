@@ -14,7 +14,8 @@ import java.util.stream.IntStream;
 /**
  * What an operator reads before acting: the rows that need one, the findings, and a row's whole story (its claim,
  * how often it was driven, the Stripe keys its attempts sent, its last Stripe error, the events that concerned it,
- * what operators did to it). Reads only.
+ * a charge's refunds, the findings about it, what operators did to it; in time order through {@link StoryTimeline}).
+ * Reads only.
  */
 @ApplicationScoped
 public class RowStories {
@@ -34,16 +35,33 @@ public class RowStories {
         this.recovery = recovery;
     }
 
-    /** A row's story. {@code stripeKeys}: every Stripe idempotency key its attempts used, first to current. */
+    /**
+     * A row's story. {@code stripeKeys}: every Stripe idempotency key its attempts used, first to current;
+     * {@code findings}: the open ones; {@code refunds}: a charge's refunds (none for a refund); {@code timeline}:
+     * everything above that has a time, in time order ({@link StoryTimeline}).
+     */
     public record RowStory(RowView row, List<String> stripeKeys, List<StripeEventInbox.RecordedEvent> events,
-                           List<ReconciliationStore.AuditEntry> actions, List<ReconciliationStore.StoredFinding> findings) {
+                           List<ReconciliationStore.AuditEntry> actions, List<ReconciliationStore.StoredFinding> findings,
+                           List<RowView> refunds, List<StoryTimeline.Moment> timeline) {
     }
 
     public Optional<RowStory> story(Operation op, String rowId) {
-        return rows.view(op, rowId).map(row -> new RowStory(row,
-                row.identity() == null ? List.of() : IntStream.rangeClosed(1, row.stripeAttempt())
-                        .mapToObj(attempt -> StripeKeys.ofIdentity(op == Operation.REFUND, row.identity(), attempt)).toList(),
-                inbox.eventsOf(rowId, row.objectId(), EVENTS), store.auditTrail(rowId, AUDIT), store.openFindingsOfRow(rowId)));
+        return rows.view(op, rowId).map(row -> {
+            List<StripeEventInbox.RecordedEvent> events = inbox.eventsOf(rowId, row.objectId(), EVENTS);
+            List<ReconciliationStore.AuditEntry> actions = store.auditTrail(rowId, AUDIT);
+            List<ReconciliationStore.StoredFinding> findings = store.findingsOfRow(rowId);
+            List<RowView> refunds = op == Operation.CHARGE ? rows.refundsOf(row.clientId(), row.id()) : List.of();
+            return new RowStory(row, row.identity() == null ? List.of() : IntStream.rangeClosed(1, row.stripeAttempt())
+                    .mapToObj(attempt -> StripeKeys.ofIdentity(op == Operation.REFUND, row.identity(), attempt)).toList(),
+                    events, actions, findings.stream().filter(ReconciliationStore.StoredFinding::open).toList(), refunds,
+                    StoryTimeline.of(row, events, actions, findings, refunds));
+        });
+    }
+
+    /** The latest findings operators or the job resolved, newest first: where finished rows are linked from. */
+    public List<ReconciliationStore.StoredFinding> resolvedFindings(int limit) {
+        return store.findings(false, 200 + limit).stream().filter(f -> !f.open())
+                .sorted(java.util.Comparator.comparing(ReconciliationStore.StoredFinding::resolvedAt).reversed()).limit(limit).toList();
     }
 
     /** Parked and stuck rows of both operations, oldest first. */

@@ -179,6 +179,35 @@ class ConsoleBrowserTest {
         assertEquals(paymentIntent, replay.jsonPath().getString("payment_intent"));
     }
 
+    @Test
+    void anOperatorFindsAChargeByItsIdempotencyKeyInTheSearchBox() throws Exception {
+        String key = "order-" + UUID.randomUUID();
+        Response charged = given().header("Authorization", "Bearer " + ACME_KEY).header("Idempotency-Key", key)
+                .contentType(ContentType.JSON).body("{\"amount\": 7232, \"currency\": \"usd\", \"payment_method\": \"pm_card_visa\"}")
+                .post("/v1/charges");
+        assertEquals(201, charged.statusCode(), charged.asString());
+        String chargeId = charged.jsonPath().getString("id");
+
+        String base = "http://ops:ops-test-password@" + root.getHost() + ":" + root.getPort();
+        browser.get(base + "/console");
+        WebElement search = browser.findElement(By.id("search"));
+        search.findElement(By.id("q")).sendKeys(key);
+        search.findElement(By.cssSelector("button[type=submit]")).click();
+        assertTrue(browser.getCurrentUrl().contains("/console/search?q="), browser.getCurrentUrl());
+        WebElement match = browser.findElement(By.cssSelector("#matches a.match-link[href='/console/rows/charge/" + chargeId + "']"));
+        String results = browser.findElement(By.id("matches")).getText();
+        assertTrue(results.contains("Idempotency-Key") && results.contains("$72.32"), results);
+        screenshot("4-search.png");
+
+        match.click();
+        assertEquals(chargeId, browser.findElement(By.id("row-id")).getText());
+        assertEquals("$72.32", browser.findElement(By.id("amount")).getText());
+        String timeline = browser.findElement(By.id("timeline")).getText();
+        assertTrue(timeline.contains("charge claimed") && timeline.contains("answered 201"), timeline);
+        assertTrue(java.util.regex.Pattern.compile("\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d").matcher(timeline).find(), timeline);
+        screenshot("5-found-charge.png");
+    }
+
     private void screenshot(String name) throws Exception {
         Files.write(SCREENSHOTS.resolve(name), browser.getScreenshotAs(OutputType.BYTES));
     }

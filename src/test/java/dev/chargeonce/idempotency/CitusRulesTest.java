@@ -191,7 +191,8 @@ class CitusRulesTest {
     /**
      * Reads over every client by design, which Citus runs on every shard: the background workers' candidate scans
      * (each candidate is then handled by a fenced single-shard statement, which decides), the operators' gauges,
-     * reconciliation's and the console's reads (a row named by its id alone: its client is read with it, and what
+     * reconciliation's and the console's reads (a row named by its id alone, or the charges of a Stripe customer: each
+     * row's client is read with it, and what
      * the operator then does to it names that client) and the start-up check of the key-hash versions.
      * They may not name a client, and must not lock or write anything.
      */
@@ -202,7 +203,7 @@ class CitusRulesTest {
             "VIEW_BY_ID.CHARGE", "VIEW_BY_ID.REFUND", "ATTENTION_ROWS.CHARGE", "ATTENTION_ROWS.REFUND",
             "VIEWS_OF.CHARGE", "VIEWS_OF.REFUND", "FINISHED_BETWEEN.CHARGE", "FINISHED_BETWEEN.REFUND",
             "ANY_UNKEYED_IDENTITY.CHARGE", "ANY_UNKEYED_IDENTITY.REFUND", "FIRST_IDENTITY_FROM.CHARGE",
-            "FIRST_IDENTITY_FROM.REFUND");
+            "FIRST_IDENTITY_FROM.REFUND", "CHARGES_OF_CUSTOMER");
 
     /** SQL on the two tables in code: a string literal naming one, or a table's name joined into a string. */
     private static final Pattern TABLE_IN_CODE = Pattern.compile(

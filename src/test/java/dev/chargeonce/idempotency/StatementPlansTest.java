@@ -28,7 +28,9 @@ import org.junit.jupiter.api.Test;
  * on a quiet table, and a statement whose conditions imply their predicate ({@code status = 'processing'}) was
  * planned as a scan of the whole partial index filtered by id: one finish reading every row in flight, which made a
  * charge cost more the more charges were in flight (2,000 in flight: 2,000 rows read per finish). Checked on the
- * generic plan (the one a prepared statement keeps), after {@code ANALYZE} of a table of finished rows only.
+ * generic plan (the one a prepared statement keeps), after {@code ANALYZE} of a table of finished rows only. The
+ * operators' search ({@link OperatorRows#searchStatements}) is held to an index too: none of its lookups reads the
+ * whole table.
  */
 @QuarkusTest
 @WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
@@ -72,6 +74,14 @@ class StatementPlansTest {
                     UPDATE stripe_refunds SET status = 'completed', response_status = 201, response_body = '{}', finished_at = now(),
                                               lease_until = NULL, stripe_refund_id = 're_' || id, refund_status = 'succeeded'
                      WHERE client_id = 'plans'""");
+            // charges that name a customer, for the operators' search by customer
+            s.execute("""
+                    INSERT INTO stripe_intents (id, client_id, idempotency_key, fingerprint, request, amount, currency, status,
+                                                lease_until, stripe_identity, finished_at, response_status, response_body)
+                    SELECT 'chg_c' || lpad(n::text, 23, '0'), 'plans', NULL, 'f',
+                           '{"amount":1000,"currency":"usd","customer":"cus_' || (n % 500) || '","payment_method":"pm_card_visa"}',
+                           1000, 'usd', 'completed', NULL, md5('c' || n), now(), 201, '{}'
+                      FROM generate_series(1, 5000) n""");
             s.execute("VACUUM ANALYZE stripe_intents");
             s.execute("VACUUM ANALYZE stripe_refunds");
             s.execute("SET plan_cache_mode = force_generic_plan");
@@ -89,6 +99,17 @@ class StatementPlansTest {
                         wrong.add(op + " " + statement.getKey() + " reads " + op.table() + " without its id: " + scans
                                 + "\n" + plan.toPrettyString());
                     }
+                }
+            }
+            // The operators' search: each lookup is served by an index, never by reading the whole table.
+            for (Map.Entry<String, String> statement : OperatorRows.searchStatements().entrySet()) {
+                String table = statement.getValue().contains("stripe_refunds") ? "stripe_refunds" : "stripe_intents";
+                JsonNode plan = genericPlan(s, numbered(statement.getValue()));
+                List<String> scans = new ArrayList<>();
+                scansWithoutAnIndex(plan.get(0).get("Plan"), table, scans);
+                if (!scans.isEmpty()) {
+                    wrong.add("search " + statement.getKey() + " reads " + table + " without an index: " + scans
+                            + "\n" + plan.toPrettyString());
                 }
             }
         }
@@ -128,6 +149,16 @@ class StatementPlansTest {
         }
         for (JsonNode child : node.path("Plans")) {
             scansWithoutTheId(child, table, found);
+        }
+    }
+
+    /** The scans of {@code table} in a plan that read it without an index (a sequential scan). */
+    private static void scansWithoutAnIndex(JsonNode node, String table, List<String> found) {
+        if (table.equals(node.path("Relation Name").asText()) && node.path("Node Type").asText().equals("Seq Scan")) {
+            found.add("Seq Scan" + (node.has("Filter") ? " filtering " + node.get("Filter").asText() : ""));
+        }
+        for (JsonNode child : node.path("Plans")) {
+            scansWithoutAnIndex(child, table, found);
         }
     }
 
