@@ -65,6 +65,16 @@ public final class RetryLaterAnswers {
     }
 
     /**
+     * A refund of a charge that is not final yet (its request in flight, the bank or 3-D Secure still to answer): it
+     * may still succeed, and the same refund request then be made. Nothing is claimed or reserved.
+     */
+    public static KeyAnswer chargeNotFinal(String chargeState, Duration retryAfter) {
+        return KeyAnswer.retryLater(409, write(ErrorBody.of("invalid_request_error", "charge_not_final",
+                "The charge is " + chargeState + ", not final yet: only a charge that succeeded can be refunded. Retry after"
+                        + " the Retry-After delay.", null)), retryAfter);
+    }
+
+    /**
      * The key's row waits for an operator. The answer names it ({@code charge} or {@code refund}: the same field a
      * stored answer about the row uses), so that the client can quote it to support and the operator find it.
      */

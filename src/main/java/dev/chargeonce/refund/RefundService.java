@@ -81,6 +81,9 @@ public class RefundService {
             return switch (reservations.claimRefund(refund, stripeConfig.keyHorizon())) {
                 case RefundClaim.Claimed claimed -> driver.answer(claimed.claim(), side, null);
                 case RefundClaim.ChargeMissing missing -> throw RefundQueries.noSuchCharge(chargeId);
+                case RefundClaim.ChargeNotRefundable not when !FINAL_CHARGE_STATES.contains(not.chargeState()) ->
+                        // It may still succeed: a final 400 now, and a 201 to the same request later, would be two answers.
+                        RetryLaterAnswers.chargeNotFinal(not.chargeState(), CHARGE_NOT_FINAL_RETRY);
                 case RefundClaim.ChargeNotRefundable not -> throw ApiException.invalidRequest("charge_not_refundable",
                         "Only a charge that succeeded can be refunded; this one is " + not.chargeState() + ".", null);
                 case RefundClaim.AmountTooLarge tooLarge -> throw ApiException.invalidRequest("amount_too_large",
@@ -91,6 +94,10 @@ public class RefundService {
             };
         }
     }
+
+    /** The charge states no charge leaves: a refund refused in one of them is refused for good. */
+    private static final java.util.Set<String> FINAL_CHARGE_STATES = java.util.Set.of("succeeded", "failed", "canceled");
+    private static final Duration CHARGE_NOT_FINAL_RETRY = Duration.ofSeconds(2);
 
     static String path(String chargeId) {
         return "/v1/charges/" + chargeId + "/refunds";

@@ -181,10 +181,32 @@ class RefundApiTest {
         assertEquals(400, refused.statusCode(), refused.asString());
         assertEquals("charge_not_refundable", refused.jsonPath().getString("error.code"));
 
+    }
+
+    /**
+     * A charge that is not final yet (the bank has not answered, 3-D Secure waits, the charge's own request is in
+     * flight) may still succeed: a refund of it is answered 409 with a Retry-After, never a final 400, and the same
+     * refund request is made once the charge succeeded.
+     */
+    @Test
+    void aRefundOfAChargeNotFinalYetIsToRetryAndIsMadeOnceTheChargeSucceeded() throws Exception {
+        stripe.webhooks("url=" + webhookUrl + "&duplicates=1&reorder=false&lose=false&delay_ms=0");
         String processing = charge(DEBIT); // 202: the bank has not answered
-        Response notYet = refund(ACME_KEY, processing, UUID.randomUUID().toString(), "{}");
-        assertEquals(400, notYet.statusCode(), notYet.asString());
-        assertEquals("charge_not_refundable", notYet.jsonPath().getString("error.code"));
+        String key = UUID.randomUUID().toString();
+        Response notYet = refund(ACME_KEY, processing, key, "{}");
+        assertEquals(409, notYet.statusCode(), notYet.asString());
+        assertEquals("charge_not_final", notYet.jsonPath().getString("error.code"));
+        assertTrue(notYet.header("Retry-After") != null, "a retry-later answer says when: " + notYet.headers());
+
+        Response read = given().header("Authorization", "Bearer " + ACME_KEY).get("/v1/charges/" + processing);
+        stripe.settle(read.jsonPath().getString("payment_intent"), "succeeded");
+        long deadline = System.nanoTime() + java.time.Duration.ofSeconds(20).toNanos();
+        while (!"succeeded".equals(given().header("Authorization", "Bearer " + ACME_KEY).get("/v1/charges/" + processing)
+                .jsonPath().getString("status")) && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        Response made = refund(ACME_KEY, processing, key, "{}");
+        assertEquals(201, made.statusCode(), made.asString());
     }
 
     @Test
