@@ -56,9 +56,16 @@ public interface StripeSide<R> {
 
     /**
      * A Stripe object as read: its identity ({@code chargeonce_key} metadata, null when none), the client it was
-     * made for ({@code chargeonce_client_id}, null when none), what its state means, and its status as Stripe wrote it.
+     * made for ({@code chargeonce_client_id}, null when none), what its state means, its status as Stripe wrote it,
+     * the PaymentIntent it is (a charge's) or was made on (a refund's), and its amount.
      */
-    record ObjectState(String objectId, String identity, String clientId, StripeOutcome outcome, String stripeStatus) {
+    record ObjectState(String objectId, String identity, String clientId, StripeOutcome outcome, String stripeStatus,
+                       String paymentIntentId, long amount) {
+
+        /** Made outside this service (Stripe's Dashboard, another integration): it carries none of its metadata. */
+        public boolean madeOutside() {
+            return identity == null && clientId == null;
+        }
     }
 
     /**
