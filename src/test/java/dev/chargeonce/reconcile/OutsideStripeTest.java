@@ -254,7 +254,8 @@ class OutsideStripeTest {
     }
 
     List<String> inboxOutcome(String eventId) {
-        return query("SELECT outcome, row_id FROM stripe_events WHERE id = ?", eventId, rs -> List.of(rs.getString(1), rs.getString(2)));
+        return query("SELECT outcome, row_id FROM stripe_events WHERE id = ?", eventId,
+                rs -> java.util.Arrays.asList(rs.getString(1), rs.getString(2)));
     }
 
     interface Row<T> {
