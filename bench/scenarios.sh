@@ -79,7 +79,7 @@ full_run() {
 
   # ---- scenario 5: growth -------------------------------------------------------------------------------------------
   log "scenario 5: growth of stripe_intents"
-  psql_at "$PG_PORT" chargeonce -c "TRUNCATE stripe_refunds, stripe_intents"
+  psql_at "$PG_PORT" chargeonce -c "TRUNCATE outside_refunds, stripe_refunds, stripe_intents"
   STEPS=(empty 1m); ROWS=(20000 1000000)
   if [ "$QUICK" = 1 ]; then STEPS=(empty 100k); ROWS=(20000 100000); fi
   if [ "$WITH_10M" = 1 ]; then STEPS+=(10m); ROWS+=(10000000); fi

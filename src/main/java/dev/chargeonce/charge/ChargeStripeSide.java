@@ -140,7 +140,7 @@ public class ChargeStripeSide implements StripeSide<ChargeRequest> {
     public static ObjectState state(PaymentIntent pi) {
         return new ObjectState(pi.getId(), pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.KEY),
                 pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.CLIENT_ID), StripeGateway.classify(pi),
-                pi.getStatus(),
+                pi.getStatus(), pi.getId(), pi.getAmount() == null ? 0 : pi.getAmount(),
                 pi.getMetadata() == null ? null : pi.getMetadata().get(PaymentOrder.REQUEST));
     }
 

@@ -100,9 +100,9 @@ public class CommandResults {
                                    java.util.function.Function<ChargeRecord, String> render) throws SQLException {
         ChargeRecord record = null;
         try (PreparedStatement ps = tx.prepareStatement(AWAITED_LATER_STATE)) {
-            ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
-            ps.setString(2, chargeId);
-            ps.setString(3, clientId);
+            int next = Reads.bindRefundClients(ps, clientId);
+            ps.setString(next, chargeId);
+            ps.setString(next + 1, clientId);
             try (ResultSet rs = ps.executeQuery()) {
                 if (rs.next()) {
                     record = Reads.chargeRecord(rs);

@@ -25,14 +25,24 @@ import java.util.Optional;
 public class Reads {
 
     /**
-     * A charge's columns for the read endpoints, with what its refunds gave back (one indexed sum). Its first
-     * parameter is the client of the charge's refunds: the same as the charge's, bound so that on Citus the sum
-     * reads the charge's own shard.
+     * A charge's columns for the read endpoints, with what its refunds gave back (two indexed sums: its refunds, and
+     * those made outside the service, in Stripe's Dashboard). Its first two parameters are the client of the charge's
+     * refunds and of its outside refunds: the same as the charge's, bound so that on Citus the sums read the charge's
+     * own shard ({@link #bindRefundClients}).
      */
     static final String CHARGE_COLUMNS =
             "id, status, charge_status, amount, currency, payment_intent_id, request, response_status, created_at, "
             + "(SELECT coalesce(sum(r.amount), 0) FROM stripe_refunds r WHERE r.charge_id = stripe_intents.id "
-            + "AND r.client_id = ? AND r.refund_status = 'succeeded') AS amount_refunded";
+            + "AND r.client_id = ? AND r.refund_status = 'succeeded') "
+            + "+ (SELECT coalesce(sum(o.amount), 0) FROM outside_refunds o WHERE o.charge_id = stripe_intents.id "
+            + "AND o.client_id = ? AND o.status = 'succeeded') AS amount_refunded";
+
+    /** The clients of {@link #CHARGE_COLUMNS}' sums, its first parameters; returns the next parameter's index. */
+    static int bindRefundClients(java.sql.PreparedStatement ps, String clientId) throws SQLException {
+        ps.setString(1, clientId);
+        ps.setString(2, clientId);
+        return 3;
+    }
 
     /**
      * A refund's columns for the read endpoints. Refunds Stripe refused without making one (a stored 400) are not
@@ -65,18 +75,18 @@ public class Reads {
     /** One of the client's charges, by id; another client's id is not found. */
     public Optional<ChargeRecord> findCharge(AgroalDataSource source, String clientId, String chargeId) {
         return Jdbc.first(source, FIND_CHARGE, ps -> {
-            ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
-            ps.setString(2, chargeId);
-            ps.setString(3, clientId);
+            int next = bindRefundClients(ps, clientId);
+            ps.setString(next, chargeId);
+            ps.setString(next + 1, clientId);
         }, Reads::chargeRecord);
     }
 
     /** The client's newest charges. */
     public List<ChargeRecord> listCharges(AgroalDataSource source, String clientId, int limit) {
         return Jdbc.all(source, NEWEST_CHARGES, ps -> {
-            ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
-            ps.setString(2, clientId);
-            ps.setInt(3, limit);
+            int next = bindRefundClients(ps, clientId);
+            ps.setString(next, clientId);
+            ps.setInt(next + 1, limit);
         }, Reads::chargeRecord);
     }
 
@@ -92,6 +102,7 @@ public class Reads {
         StringBuilder where = new StringBuilder();
         List<Object> args = new ArrayList<>();
         args.add(clientId); // the refunds' client (CHARGE_COLUMNS)
+        args.add(clientId); // the outside refunds' client (CHARGE_COLUMNS)
         args.add(clientId);
         if (page.startingAfter() != null) {
             where.append(" AND (created_at, id) < (?, ?)");
@@ -138,10 +149,10 @@ public class Reads {
      */
     public List<ChargeRecord> listChargesCreatedAfter(AgroalDataSource source, String clientId, Instant after, int limit) {
         return Jdbc.all(source, CHARGES_CREATED_AFTER, ps -> {
-            ps.setString(1, clientId); // the refunds' client (CHARGE_COLUMNS)
-            ps.setString(2, clientId);
-            ps.setObject(3, OffsetDateTime.ofInstant(after, ZoneOffset.UTC));
-            ps.setInt(4, limit);
+            int next = bindRefundClients(ps, clientId);
+            ps.setString(next, clientId);
+            ps.setObject(next + 1, OffsetDateTime.ofInstant(after, ZoneOffset.UTC));
+            ps.setInt(next + 2, limit);
         }, Reads::chargeRecord);
     }
 

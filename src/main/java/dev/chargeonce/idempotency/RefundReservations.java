@@ -18,7 +18,8 @@ import java.util.Optional;
 /**
  * A refund's claim, with its amount reserved on the charge: a new refund key is claimed in one transaction that
  * locks the charge, checks what is left of it, inserts the refund's row and adds the amount to the charge's
- * {@code amount_reserved}; the row and the reservation commit together, or neither does. The reservation is given
+ * {@code amount_reserved}; the row and the reservation commit together, or neither does. What is left also leaves
+ * out what refunds made outside the service hold ({@link OutsideRefundRows}). The reservation is given
  * back by the statement that ends a refund without refunding ({@code REFUND_RELEASE} in {@link StatementCatalog}),
  * so that {@code amount_reserved} is always the charge's pending and succeeded refunds, and never more than the
  * charge. A key that exists is answered as any claim ({@link Claims}); everything after the claim is the same
@@ -60,8 +61,9 @@ public class RefundReservations {
      * Claims a refund key on a charge. A key that exists is answered as any claim (one indexed read for a replay;
      * the charge is not locked). A new key is claimed in one transaction on the primary that locks the charge,
      * checks that it succeeded and that the amount is at most what is left (the charge's amount minus its pending
-     * and succeeded refunds), inserts the refund's row and reserves its amount: so no interleaving of refunds, from
-     * any number of instances, can promise back more than was paid. Nothing is stored for a refusal.
+     * and succeeded refunds, those made outside the service too), inserts the refund's row and reserves its amount:
+     * so no interleaving of refunds, from any number of instances, can promise back more than was paid. Nothing is
+     * stored for a refusal.
      */
     public RefundClaim claimRefund(NewRefund refund, Duration keyHorizon) {
         Timer.Sample sample = Timer.start();
@@ -156,7 +158,9 @@ public class RefundReservations {
             return Optional.of(new RefundClaim.ChargeNotRefundable(chargeState != null ? chargeState
                     : status.equals("completed") ? "succeeded" : status.equals("failed") ? "failed" : "processing"));
         }
-        long left = amount - reserved;
+        // Refunds made outside this service (Stripe's Dashboard) count too: read after the lock, in a statement of its
+        // own, so that one recorded while this claim waited for the lock is seen.
+        long left = Math.max(0, amount - reserved - OutsideRefundRows.refundedOutside(tx, refund.clientId(), refund.chargeId()));
         long refundAmount = refund.requestedAmount() == null ? left : refund.requestedAmount();
         if (refundAmount <= 0 || refundAmount > left) {
             return Optional.of(new RefundClaim.AmountTooLarge(refundAmount, left));

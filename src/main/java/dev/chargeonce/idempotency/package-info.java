@@ -71,8 +71,10 @@
  *   <li><b>Refunds never promise back more than was paid.</b> A new refund key is claimed in one transaction that locks
  *       its charge, looks again for the key under the lock, checks what is left, inserts and reserves; a refund that
  *       ends without refunding gives its amount back in the statement that ends it. So {@code amount_reserved} is
- *       always the pending and succeeded refunds, and never more than the charge. ({@code RefundReservations}; the
- *       give-back, {@code REFUND_RELEASE}, in the finishes of {@code Finishes} and {@code OperatorRows}.)</li>
+ *       always the pending and succeeded refunds, and never more than the charge. What is left also leaves out the
+ *       pending and succeeded refunds made outside the service (Stripe's Dashboard) that it has heard of, recorded
+ *       under the same lock and read after it. ({@code RefundReservations}; the give-back, {@code REFUND_RELEASE}, in
+ *       the finishes of {@code Finishes} and {@code OperatorRows}; the outside refunds, {@code OutsideRefundRows}.)</li>
  *   <li><b>Operators' actions are fenced like drivers'.</b> Each carries the lease generation the operator saw and
  *       moves it on; "nothing was made" is written only once no try of the key can still reach Stripe, by the
  *       database's clock. {@code StatementCatalog} refuses to load if a derived operator statement lost its fence or

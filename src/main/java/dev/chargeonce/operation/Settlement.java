@@ -20,7 +20,8 @@ import java.util.Optional;
  *       would have written (its {@link StripeSide}), fencing out whoever holds it: one path, one answer;</li>
  *   <li>an answered row's Stripe state only moves forward (rank) and never out of a final state: events arrive
  *       out of order and more than once;</li>
- *   <li>an object no row has is reported as unknown, never dropped.</li>
+ *   <li>an object no row has is reported as unknown, never dropped; one made outside the service (Stripe's Dashboard)
+ *       is first given to {@link MadeOutside}: a refund of one of its charges counts against that charge.</li>
  * </ul>
  */
 @ApplicationScoped
@@ -36,11 +37,13 @@ public class Settlement {
     private final Finishes finishes;
     private final OperationDriver driver;
     private final StripeConfig stripeConfig;
+    private final MadeOutside madeOutside;
 
-    Settlement(Finishes finishes, OperationDriver driver, StripeConfig stripeConfig) {
+    Settlement(Finishes finishes, OperationDriver driver, StripeConfig stripeConfig, MadeOutside madeOutside) {
         this.finishes = finishes;
         this.driver = driver;
         this.stripeConfig = stripeConfig;
+        this.madeOutside = madeOutside;
     }
 
     /**
@@ -85,7 +88,11 @@ public class Settlement {
         String stripeStatus = object.stripeStatus();
         Optional<ObjectOwner> found = finishes.lockOwner(tx, op, objectId, object.identity(), clientId);
         if (found.isEmpty()) {
-            return new Result(Effect.UNKNOWN, null, "no " + op.name().toLowerCase() + " has " + objectId + " (" + stripeStatus + ")");
+            // Made outside this service (no metadata of its own): what it means here, if anything (a Dashboard
+            // refund of one of its charges counts against it); else unknown, as any object no row has.
+            Optional<Result> outside = object.madeOutside() ? madeOutside.apply(tx, op, object) : Optional.empty();
+            return outside.orElseGet(() -> new Result(Effect.UNKNOWN, null,
+                    "no " + op.name().toLowerCase() + " has " + objectId + " (" + stripeStatus + ")"));
         }
         ObjectOwner owner = found.get();
         if (owner.status() == IntentStatus.PROCESSING) {

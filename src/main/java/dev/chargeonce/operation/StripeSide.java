@@ -57,10 +57,16 @@ public interface StripeSide<R> {
     /**
      * A Stripe object as read: its identity ({@code chargeonce_key} metadata, null when none), the client it was
      * made for ({@code chargeonce_client_id}, null when none), what its state means, its status as Stripe wrote it,
-     * and the fingerprint of the request that made it ({@code chargeonce_request}, null when it carries none).
+     * the PaymentIntent it is (a charge's) or was made on (a refund's), its amount, and the fingerprint of the request
+     * that made it ({@code chargeonce_request}, null when it carries none).
      */
     record ObjectState(String objectId, String identity, String clientId, StripeOutcome outcome, String stripeStatus,
-                       String requestFingerprint) {
+                       String paymentIntentId, long amount, String requestFingerprint) {
+
+        /** Made outside this service (Stripe's Dashboard, another integration): it carries none of its metadata. */
+        public boolean madeOutside() {
+            return identity == null && clientId == null;
+        }
     }
 
     /**

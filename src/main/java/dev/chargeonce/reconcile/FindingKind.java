@@ -27,6 +27,12 @@ public enum FindingKind {
     REFUND_MISSING_AT_STRIPE("The row names a refund Stripe does not have."),
     /** What a charge's finished refunds reserve here differs from what Stripe's refunds of its PaymentIntent add up to. */
     REFUND_TOTAL_DIFFERS("The charge's refunds add up differently here and at Stripe."),
+    /** A PaymentIntent that moved money and carries none of the service's metadata: made in Stripe's Dashboard, or elsewhere. */
+    MADE_OUTSIDE("Made outside the service (Stripe's Dashboard, another integration): nothing to do here unless it "
+            + "duplicates an order; refund it at Stripe if so."),
+    /** A refund without the service's metadata on one of its charges: it counts against the charge here. */
+    REFUNDED_OUTSIDE("Refunded outside the service (Stripe's Dashboard): it counts against the charge here (its refunded "
+            + "amount, what is left to refund); nothing to do unless the customer is paid back twice."),
     /** A row parked for an operator: the service will never send its key again by itself. */
     PARKED_ROW("Parked: look its key up at Stripe, then attach what was found, or mark it failed when nothing was."),
     /** A row processing for longer than it should, however often driven. */
@@ -51,6 +57,11 @@ public enum FindingKind {
     /** Two objects that moved money for one key: the finding that matters most. */
     public boolean duplicate() {
         return this == DUPLICATE_PAYMENT_INTENTS || this == DUPLICATE_REFUNDS;
+    }
+
+    /** What others did at Stripe (its Dashboard): told to the operator, not alerted on (nothing is wrong here). */
+    public boolean doneOutside() {
+        return this == MADE_OUTSIDE || this == REFUNDED_OUTSIDE;
     }
 
     /** The kinds about a row's own state, which the job resolves itself once the row is no longer so. */

@@ -46,10 +46,12 @@ import org.jboss.logging.Logger;
  * <p>The phases of a run over {@code [from, to)}:
  * <ol>
  *   <li>{@code payment_intents}: Stripe's PaymentIntents created in the window (widened by the clock skew), each
- *       held against the rows that name it or carry its key's identity: unknown, unrecorded, duplicate, different.</li>
+ *       held against the rows that name it or carry its key's identity: unknown, unrecorded, duplicate, different;
+ *       one with none of the service's metadata that no row names was made outside it (Stripe's Dashboard).</li>
  *   <li>{@code charges}: our charges answered in the window that Stripe did not show in phase 1, each retrieved by
  *       id: missing or different; and for charges with refunds, their total against Stripe's refunds.</li>
- *   <li>{@code refunds} and {@code refund_rows}: the same for refunds.</li>
+ *   <li>{@code refunds} and {@code refund_rows}: the same for refunds; a refund made outside the service on one of
+ *       its charges is recorded against the charge ({@link OutsideObjects}).</li>
  *   <li>{@code rows}: rows parked for an operator, or processing for too long (the job resolves these findings
  *       itself once the row is no longer so).</li>
  * </ol>
@@ -63,6 +65,7 @@ public class ReconciliationJob {
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(32);
 
     private final ReconciliationStore store;
+    private final OutsideObjects outsideObjects;
     private final OperatorRows rows;
     private final StripeGateway stripe;
     private final OperationDriver driver;
@@ -77,9 +80,11 @@ public class ReconciliationJob {
     private final AtomicLong lastCompleted = new AtomicLong();
     private final java.util.concurrent.locks.ReentrantLock passing = new java.util.concurrent.locks.ReentrantLock();
 
-    ReconciliationJob(ReconciliationStore store, OperatorRows rows, StripeGateway stripe, OperationDriver driver,
-                      ReconciliationConfig config, StripeConfig stripeConfig, RecoveryConfig recovery, MeterRegistry metrics) {
+    ReconciliationJob(ReconciliationStore store, OutsideObjects outsideObjects, OperatorRows rows, StripeGateway stripe,
+                      OperationDriver driver, ReconciliationConfig config, StripeConfig stripeConfig, RecoveryConfig recovery,
+                      MeterRegistry metrics) {
         this.store = store;
+        this.outsideObjects = outsideObjects;
         this.rows = rows;
         this.stripe = stripe;
         this.driver = driver;
@@ -312,7 +317,8 @@ public class ReconciliationJob {
         List<Finding> fresh = store.record(s.run.id(), found);
         for (Finding f : fresh) {
             metrics.counter("chargeonce.reconciliation.findings", "finding", f.kind().column()).increment();
-            LOG.warnf("reconciliation finding %s about %s: %s", f.kind().column(), f.subject(), f.detail());
+            LOG.logf(f.kind().doneOutside() ? Logger.Level.INFO : Logger.Level.WARN, "reconciliation finding %s about %s: %s",
+                    f.kind().column(), f.subject(), f.detail());
         }
         boolean stripePage = !s.phase.equals("rows");
         // The lease is renewed page by page: a pass lasts as long as its pages take, a killed holder's only a lease.
@@ -374,6 +380,7 @@ public class ReconciliationJob {
 
     private List<Finding> compareStripePage(long runId, Operation op, List<StripeRecord> records) {
         List<StripeRecord> ours = records.stream().filter(r -> r.identity() != null || r.legacyChargeId() != null).toList();
+        List<StripeRecord> outside = records.stream().filter(OutsideObjects::madeOutside).toList();
         Set<String> ids = new LinkedHashSet<>();
         Set<String> identities = new LinkedHashSet<>();
         for (StripeRecord r : ours) {
@@ -382,6 +389,7 @@ public class ReconciliationJob {
                 identities.add(r.identity());
             }
         }
+        outside.forEach(r -> ids.add(r.id())); // unless a row names it (an operator attached it)
         List<RowView> candidates = rows.viewsOf(op, ids, identities);
         Map<String, RowView> byObject = new HashMap<>();
         Map<String, List<RowView>> byIdentity = new HashMap<>();
@@ -394,6 +402,11 @@ public class ReconciliationJob {
             }
         }
         List<Finding> found = new ArrayList<>();
+        for (StripeRecord r : outside) {
+            if (!byObject.containsKey(r.id())) {
+                outsideObjects.listed(op, r).ifPresent(found::add);
+            }
+        }
         Set<String> seen = new HashSet<>();
         Map<String, List<StripeRecord>> movingByIdentity = new HashMap<>();
         for (StripeRecord r : ours) {
@@ -508,17 +521,19 @@ public class ReconciliationJob {
                 }
             }
             if (op == Operation.CHARGE && row.amountReserved() > 0 && row.objectId() != null) {
-                refundTotal(row).ifPresent(found::add);
+                found.addAll(refundTotal(row));
             }
         }
         return found;
     }
 
     /**
-     * A charge's refunds here (answered ones: a refund still being driven may or may not exist at Stripe yet)
-     * against the refunds Stripe made on its PaymentIntent (but those of our refunds still being driven).
+     * A charge's refunds here (answered ones: a refund still being driven may or may not exist at Stripe yet, and
+     * those made outside the service, recorded first from Stripe's list) against the refunds Stripe made on its
+     * PaymentIntent (but those of our refunds still being driven). With it, the findings of the refunds made outside.
      */
-    private Optional<Finding> refundTotal(RowView charge) {
+    private List<Finding> refundTotal(RowView charge) {
+        List<Finding> found = new ArrayList<>();
         List<RowView> refunds = rows.refundsOf(charge.clientId(), charge.id());
         Set<String> drivenIdentities = new HashSet<>();
         long reservedByDriven = 0;
@@ -538,15 +553,20 @@ public class ReconciliationJob {
                 if (r.movesMoney() && (r.identity() == null || !drivenIdentities.contains(r.identity()))) {
                     atStripe += r.amount();
                 }
+                if (OutsideObjects.madeOutside(r)) {
+                    outsideObjects.listed(Operation.REFUND, r).ifPresent(found::add);
+                }
             }
             after = page.hasMore() && !page.records().isEmpty() ? page.lastId() : null;
         } while (after != null);
-        if (ours == atStripe) {
-            return Optional.empty();
+        long outside = outsideObjects.refundedOutside(charge.clientId(), charge.id());
+        ours += outside;
+        if (ours != atStripe) {
+            found.add(new Finding(FindingKind.REFUND_TOTAL_DIFFERS, charge.id(), Operation.CHARGE, charge.id(), charge.objectId(),
+                    charge.clientId(), "refunds of " + charge.id() + " add up to " + ours + " here (" + outside
+                            + " of it made outside the service) and " + atStripe + " at Stripe (" + charge.objectId() + ")"));
         }
-        return Optional.of(new Finding(FindingKind.REFUND_TOTAL_DIFFERS, charge.id(), Operation.CHARGE, charge.id(), charge.objectId(),
-                charge.clientId(), "refunds of " + charge.id() + " add up to " + ours + " here and " + atStripe + " at Stripe ("
-                        + charge.objectId() + ")"));
+        return found;
     }
 
     // ---- phase 5: rows for an operator ---------------------------------------------------------------------------

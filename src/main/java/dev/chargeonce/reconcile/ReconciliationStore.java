@@ -255,31 +255,41 @@ public class ReconciliationStore {
         }
         return inTransaction(tx -> {
             List<Finding> fresh = new ArrayList<>();
-            try (PreparedStatement ps = tx.prepareStatement("""
-                    INSERT INTO reconciliation_findings AS f (kind, subject, operation, row_id, stripe_object_id, client_id, detail,
-                                                             first_run_id)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (kind, subject) DO UPDATE
-                       SET last_seen = clock_timestamp(), times_seen = f.times_seen + 1, detail = excluded.detail
-                    RETURNING (xmax = 0) AS inserted""")) {
-                for (Finding f : findings) {
-                    ps.setString(1, f.kind().column());
-                    ps.setString(2, f.subject());
-                    ps.setString(3, f.operation() == null ? null : f.operation().name().toLowerCase(java.util.Locale.ROOT));
-                    ps.setString(4, f.rowId());
-                    ps.setString(5, f.stripeObjectId());
-                    ps.setString(6, f.clientId());
-                    ps.setString(7, f.detail());
-                    ps.setLong(8, runId);
-                    try (ResultSet rs = ps.executeQuery()) {
-                        if (rs.next() && rs.getBoolean(1)) {
-                            fresh.add(f);
-                        }
-                    }
+            for (Finding f : findings) {
+                if (record(tx, runId, f)) {
+                    fresh.add(f);
                 }
             }
             return fresh;
         });
+    }
+
+    private static final String RECORD_FINDING = """
+            INSERT INTO reconciliation_findings AS f (kind, subject, operation, row_id, stripe_object_id, client_id, detail,
+                                                     first_run_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (kind, subject) DO UPDATE
+               SET last_seen = clock_timestamp(), times_seen = f.times_seen + 1, detail = excluded.detail
+            RETURNING (xmax = 0) AS inserted""";
+
+    /**
+     * Records one finding in the caller's transaction ({@link #record(long, List)}'s rule: once per kind and subject);
+     * {@code runId} null for one found outside a run (an event). True when it is new.
+     */
+    boolean record(Connection tx, Long runId, Finding f) throws SQLException {
+        try (PreparedStatement ps = tx.prepareStatement(RECORD_FINDING)) {
+            ps.setString(1, f.kind().column());
+            ps.setString(2, f.subject());
+            ps.setString(3, f.operation() == null ? null : f.operation().name().toLowerCase(java.util.Locale.ROOT));
+            ps.setString(4, f.rowId());
+            ps.setString(5, f.stripeObjectId());
+            ps.setString(6, f.clientId());
+            ps.setString(7, f.detail());
+            ps.setObject(8, runId, java.sql.Types.BIGINT);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
     }
 
     /**

@@ -92,7 +92,8 @@ public class RefundStripeSide implements StripeSide<RefundTerms> {
     private static ObjectState state(Refund refund) {
         return new ObjectState(refund.getId(), refund.getMetadata() == null ? null : refund.getMetadata().get(PaymentOrder.KEY),
                 refund.getMetadata() == null ? null : refund.getMetadata().get(PaymentOrder.CLIENT_ID),
-                StripeGateway.classifyRefund(refund), refund.getStatus(), null);
+                StripeGateway.classifyRefund(refund), refund.getStatus(), refund.getPaymentIntent(),
+                refund.getAmount() == null ? 0 : refund.getAmount(), null);
     }
 
     @Override

@@ -18,7 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * The sandbox's PaymentIntents, as Stripe makes and lists them: {@code POST /v1/payment_intents} (create + confirm,
  * through {@link SandboxIdempotency}), {@code GET /v1/payment_intents} (newest first), {@code GET
  * /v1/payment_intents/{id}}, {@code POST /v1/payment_intents/{id}/cancel}; and what only the control plane does to
- * them (settle, 3-D Secure completed, backdate, seed, forget). The ledger is the source of truth for "charged
+ * them (settle, 3-D Secure completed, backdate, seed, forget, a payment made in Stripe's Dashboard). The ledger is the source of truth for "charged
  * exactly once". Every change becomes an event ({@link SandboxWebhooks}).
  */
 final class SandboxPaymentIntents {
@@ -279,6 +279,33 @@ final class SandboxPaymentIntents {
         }
         listOrderStale = true;
         return older;
+    }
+
+    /**
+     * {@code POST /_sandbox/dashboard/payment_intents?amount=&currency=&customer=&description=}: a payment made in
+     * Stripe's Dashboard: succeeded at once, with no metadata and no idempotency key, its events as Stripe makes them
+     * ({@code payment_intent.created}, {@code payment_intent.succeeded}).
+     */
+    Response dashboard(Map<String, String> query) {
+        long amount;
+        try {
+            amount = Long.parseLong(query.getOrDefault("amount", "1000"));
+        } catch (NumberFormatException e) {
+            return Response.json(400, error("invalid_request_error", "parameter_invalid_integer", "Invalid integer: " + query.get("amount"), "amount"));
+        }
+        String currency = query.getOrDefault("currency", "usd");
+        if (amount < 1 || amount > 99_999_999L || !currency.matches("[a-z]{3}")) {
+            return Response.json(400, error("invalid_request_error", "parameter_invalid", "Invalid amount or currency.", "amount"));
+        }
+        PaymentIntent pi = new PaymentIntent("pi_" + SandboxJson.randomId(24), amount, currency, "succeeded", "pm_card_visa",
+                query.get("customer"), query.get("description"), Map.of(), System.currentTimeMillis() / 1000, System.nanoTime(),
+                null, null);
+        intents.put(pi.id(), pi);
+        ledger.add(pi);
+        listOrderStale = true;
+        webhooks.emit("payment_intent.created", toJson(pi));
+        webhooks.emit("payment_intent.succeeded", toJson(pi));
+        return Response.json(200, toJson(pi));
     }
 
     /** See {@link StripeSandbox#seed}. */

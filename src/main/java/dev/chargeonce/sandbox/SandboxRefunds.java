@@ -15,6 +15,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code GET /v1/refunds/{id}}, {@code POST /v1/refunds/{id}/cancel} ({@code requires_action} only). A refund of a
  * payment made with {@code pm_sandbox_processing} (a bank debit) stays {@code pending} until settled; every change is
  * an event ({@code refund.created}, {@code refund.updated}, {@code refund.failed}). Control plane:
+ * {@code POST /_sandbox/dashboard/refunds} (a refund made in Stripe's Dashboard: {@link #dashboard}),
  * {@code GET /_sandbox/refunds?key=} (the ledger, by the refund's identity), {@code POST
  * /_sandbox/refunds/{id}/settle?status=succeeded|failed&failure_reason=}.
  */
@@ -96,10 +97,54 @@ public final class SandboxRefunds {
         byId.put(refund.id(), refund);
         ledger.add(refund);
         webhooks.emit("refund.created", toJson(refund));
+        if (planned.equals(DASHBOARD)) {
+            webhooks.emit("charge.refunded", chargeJson(pi));
+        }
         if (planned.equals("fail_after") || (planned.isEmpty() && faults.consumeFailAfter())) {
             return Response.json(500, SandboxJson.error("api_error", null, "An unknown error occurred (sandbox: after refunding).", null));
         }
         return Response.json(200, toJson(refund));
+    }
+
+    /** The plan step of a refund made in Stripe's Dashboard: no idempotency key, no fault switch applies. */
+    private static final String DASHBOARD = "dashboard";
+
+    /**
+     * {@code POST /_sandbox/dashboard/refunds?payment_intent=&amount=&reason=}: a refund made in Stripe's Dashboard,
+     * with none of the service's metadata (whatever {@code metadata[...]} the query names) and no idempotency key;
+     * refused as the API refuses a refund (more than what is left, a payment that did not succeed). Its events are
+     * Stripe's: {@code refund.created} and {@code charge.refunded} (the charge, its refunds listed in it).
+     */
+    Response dashboard(Map<String, String> query) {
+        Map<String, String> params = new LinkedHashMap<>();
+        query.forEach((k, v) -> {
+            if (!k.startsWith("metadata[")) {
+                params.put(k, v);
+            }
+        });
+        if (params.containsKey("charge") && !params.containsKey("payment_intent")) {
+            params.put("payment_intent", "pi_" + params.get("charge").substring("ch_".length()));
+        }
+        return create(null, params, DASHBOARD);
+    }
+
+    /** A charge as Stripe's events carry it: the PaymentIntent's charge, with what its refunds gave back. */
+    private String chargeJson(StripeSandbox.PaymentIntent pi) {
+        long refunded = refunded(pi.id());
+        StringBuilder list = new StringBuilder();
+        for (Refund refund : all()) {
+            if (refund.paymentIntentId().equals(pi.id())) {
+                list.append(list.isEmpty() ? "" : ",").append(toJson(refund));
+            }
+        }
+        String chargeId = "ch_" + pi.id().substring("pi_".length());
+        return "{\"id\":" + SandboxJson.quote(chargeId) + ",\"object\":\"charge\",\"amount\":" + pi.amount()
+                + ",\"amount_captured\":" + pi.amount() + ",\"amount_refunded\":" + refunded
+                + ",\"currency\":" + SandboxJson.quote(pi.currency()) + ",\"payment_intent\":" + SandboxJson.quote(pi.id())
+                + ",\"customer\":" + SandboxJson.quote(pi.customer()) + ",\"paid\":true,\"captured\":true"
+                + ",\"refunded\":" + (refunded >= pi.amount()) + ",\"status\":\"succeeded\",\"created\":" + pi.created()
+                + ",\"livemode\":false,\"metadata\":{},\"refunds\":{\"object\":\"list\",\"data\":[" + list
+                + "],\"has_more\":false,\"url\":\"/v1/charges/" + chargeId + "/refunds\"}}";
     }
 
     /** Pending and succeeded refunds of a PaymentIntent (what it can no longer refund). */

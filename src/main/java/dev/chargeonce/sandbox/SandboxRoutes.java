@@ -96,6 +96,13 @@ final class SandboxRoutes {
             String id = path.substring("/_sandbox/payment_intents/".length(), path.length() - "/backdate".length());
             return Response.json(200, SandboxPaymentIntents.toJson(intents.backdate(id, Long.parseLong(query.getOrDefault("seconds", "0")))));
         }
+        // Stripe's Dashboard: what the account's people do at Stripe, without the service (none of its metadata).
+        if (path.equals("/_sandbox/dashboard/payment_intents")) {
+            return intents.dashboard(query);
+        }
+        if (path.equals("/_sandbox/dashboard/refunds")) {
+            return refunds.dashboard(query);
+        }
         if (path.startsWith("/_sandbox/refunds")) {
             return refunds.control(path, query);
         }

@@ -27,7 +27,9 @@ import java.util.Map;
  * {@code POST seed}, {@code POST payment_intents/{id}/backdate?seconds=}
  * (PaymentIntents made behind the service's back: {@code count}, {@code created_from}, {@code created_to},
  * {@code status}, {@code metadata[...]}) and {@code POST payment_intents/{id}/settle?status=} (a pending payment
- * reaches its outcome). The fault counters apply to the next N create requests.
+ * reaches its outcome). {@code POST dashboard/payment_intents?amount=&currency=&customer=} and {@code POST
+ * dashboard/refunds?payment_intent=&amount=} act as Stripe's Dashboard: a payment or a refund without the service's
+ * metadata, with the events Stripe makes for them. The fault counters apply to the next N create requests.
  *
  * <p>{@code plan} scripts the next create requests one by one, before any counter: a comma-separated list of
  * steps, e.g. {@code plan=slow:3000,edge,ok}. {@code slow:N} executes after N ms whether or not the client

@@ -17,8 +17,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What Citus needs of a statement on a table distributed by {@code client_id} ({@code scale/citus/probe.sh} shows
- * Citus refusing the statements that break them), held as a rule on the statements on {@code stripe_intents} and
- * {@code stripe_refunds} that the store's classes ({@link #STORE}), the Kafka outbox and the consumed offsets hold in
+ * Citus refusing the statements that break them), held as a rule on the statements on {@code stripe_intents},
+ * {@code stripe_refunds} and {@code outside_refunds} that the store's classes ({@link #STORE}), the Kafka outbox and the consumed offsets hold in
  * constants and catalogs (SQL built inline in a method is not read), so that the plain-PostgreSQL suite keeps the
  * Citus path honest:
  * <ul>
@@ -48,13 +48,13 @@ class CitusRulesTest {
 
     enum Rule { ONE_SHARD, NO_VOLATILE_IN_WRITE, IMMUTABLE_RETURNING, NO_CROSS_CLIENT_LOCK, ONE_CLOCK, NO_CLOCK_IN_CONDITIONAL, NO_SIMPLE_CASE_ON_PARAMETER }
 
-    private static final Pattern DISTRIBUTED = Pattern.compile("\\b(stripe_intents|stripe_refunds|\\{t\\})\\b");
+    private static final Pattern DISTRIBUTED = Pattern.compile("\\b(stripe_intents|stripe_refunds|outside_refunds|\\{t\\})\\b");
     private static final Pattern TEMPLATE = Pattern.compile("\\{[a-z_]+}");
     /** The client bound as a parameter: a value Citus can route by when it plans the statement. */
     private static final Pattern CLIENT_PREDICATE = Pattern.compile("(?<![\\w.])(\\w+\\.)?client_id\\s*=\\s*\\?", Pattern.CASE_INSENSITIVE);
     private static final Pattern OR = Pattern.compile("\\bOR\\b", Pattern.CASE_INSENSITIVE);
     private static final Pattern SUBQUERY = Pattern.compile("\\(\\s*(SELECT|WITH)\\b", Pattern.CASE_INSENSITIVE);
-    private static final Pattern TABLE_REFERENCE = Pattern.compile("\\b(FROM|JOIN|UPDATE|INTO)\\s+(stripe_intents|stripe_refunds|\\{t\\})\\b",
+    private static final Pattern TABLE_REFERENCE = Pattern.compile("\\b(FROM|JOIN|UPDATE|INTO)\\s+(stripe_intents|stripe_refunds|outside_refunds|\\{t\\})\\b",
             Pattern.CASE_INSENSITIVE);
     private static final Pattern INSERTS_CLIENT = Pattern.compile("^INTO\\s+\\S+(\\s+AS\\s+\\w+)?\\s*\\([^)]*\\bclient_id\\b",
             Pattern.CASE_INSENSITIVE);
@@ -192,8 +192,9 @@ class CitusRulesTest {
      * Reads over every client by design, which Citus runs on every shard: the background workers' candidate scans
      * (each candidate is then handled by a fenced single-shard statement, which decides), the operators' gauges,
      * reconciliation's and the console's reads (a row named by its id alone, or the charges of a Stripe customer: each
-     * row's client is read with it, and what
-     * the operator then does to it names that client) and the start-up check of the key-hash versions.
+     * row's client is read with it, and what the operator then does to it names that client), the start-up check of
+     * the key-hash versions, and the charge of a refund made outside the service (it names no client; the charge is
+     * then locked among its client's rows).
      * They may not name a client, and must not lock or write anything.
      */
     private static final Set<String> CROSS_CLIENT_SCANS = Set.of(
@@ -203,11 +204,11 @@ class CitusRulesTest {
             "VIEW_BY_ID.CHARGE", "VIEW_BY_ID.REFUND", "ATTENTION_ROWS.CHARGE", "ATTENTION_ROWS.REFUND",
             "VIEWS_OF.CHARGE", "VIEWS_OF.REFUND", "FINISHED_BETWEEN.CHARGE", "FINISHED_BETWEEN.REFUND",
             "ANY_UNKEYED_IDENTITY.CHARGE", "ANY_UNKEYED_IDENTITY.REFUND", "FIRST_IDENTITY_FROM.CHARGE",
-            "FIRST_IDENTITY_FROM.REFUND", "CHARGES_OF_CUSTOMER");
+            "FIRST_IDENTITY_FROM.REFUND", "CHARGES_OF_CUSTOMER", "CHARGE_OF_PAYMENT_INTENT");
 
     /** SQL on the two tables in code: a string literal naming one, or a table's name joined into a string. */
     private static final Pattern TABLE_IN_CODE = Pattern.compile(
-            "\"[^\"]*\\b(stripe_intents|stripe_refunds)\\b|\\+\\s*\\w+\\.table\\(\\)|\\.table\\(\\)\\s*\\+");
+            "\"[^\"]*\\b(stripe_intents|stripe_refunds|outside_refunds)\\b|\\+\\s*\\w+\\.table\\(\\)|\\.table\\(\\)\\s*\\+");
     private static final Pattern FIELD_START = Pattern.compile("^\\s*(private |public |protected )?static final .*=.*");
 
     /**
@@ -341,7 +342,7 @@ class CitusRulesTest {
      * names the same statements.
      */
     static final List<Class<?>> STORE = List.of(StatementCatalog.class, Claims.class, RefundReservations.class,
-            Finishes.class, Reads.class, CommandResults.class, OperatorRows.class, Upkeep.class);
+            Finishes.class, Reads.class, CommandResults.class, OperatorRows.class, Upkeep.class, OutsideRefundRows.class);
 
     /** The store's classes, and the outbox and offsets beside it. */
     private static List<Class<?>> holders() {

@@ -109,7 +109,8 @@ class ReconciliationIT {
         assertTrue(done.pages() >= PAGES_NEEDED - 4 && done.pages() <= PAGES_NEEDED + 3,
                 "went on from its checkpoint, not from the start: " + done.pages() + " pages for " + PAGES_NEEDED + " needed");
         assertTrue(done.rateLimited() >= 3, "Stripe's 429s were waited out: " + done);
-        assertEquals(GHOSTS, unknownPaymentIntentFindings(), "the ten payments of a key this service never saw, each once");
+        assertEquals(GHOSTS, findings("unknown_payment_intent"), "the ten payments of a key this service never saw, each once");
+        assertEquals(PAYMENT_INTENTS, findings("made_outside"), "the account's other payments, made outside the service, each once");
         System.out.printf("reconciliation of %d PaymentIntents: killed at page %d, completed on the second instance after %d pages"
                 + " (%d needed), %d rate-limited reads waited out%n", PAYMENT_INTENTS + GHOSTS, atKill.pages(), done.pages(),
                 PAGES_NEEDED, done.rateLimited());
@@ -140,12 +141,14 @@ class ReconciliationIT {
         return run;
     }
 
-    long unknownPaymentIntentFindings() throws Exception {
+    long findings(String kind) throws Exception {
         try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT count(*) FROM reconciliation_findings WHERE kind = 'unknown_payment_intent'");
-             ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return rs.getLong(1);
+                "SELECT count(*) FROM reconciliation_findings WHERE kind = ?")) {
+            ps.setString(1, kind);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
         }
     }
 

@@ -194,18 +194,21 @@ class ReconciliationTest {
         given().header("Authorization", "Bearer " + ACME_KEY).header("Idempotency-Key", UUID.randomUUID().toString())
                 .contentType(ContentType.JSON).body("{\"amount\": 300}").post("/v1/charges/" + chargeId + "/refunds")
                 .then().statusCode(201);
-        // A refund of a key this service never saw (with its metadata), and one made in the Dashboard (without).
+        // A refund of a key this service never saw (with its metadata), and one made in the Dashboard (without): the
+        // latter counts against the charge here, the former is the difference.
         String ghostKey = "ghost-refund-" + UUID.randomUUID();
         String ghost = stripe.refundOutsideTheService(paymentIntent, "&amount=100&metadata[chargeonce_key]="
                 + dev.chargeonce.testing.TestKeys.refundIdentity(ACME, ghostKey)).get("id").asText();
-        stripe.refundOutsideTheService(paymentIntent, "&amount=200");
+        String dashboard = stripe.refundOutsideTheService(paymentIntent, "&amount=200").get("id").asText();
 
         ReconciliationStore.Run run = reconcileLastHour();
         assertEquals("completed", run.status(), "run: " + run);
         assertNotNull(findingAbout("unknown_refund", ghost), "a refund of a key no row has");
+        assertNotNull(findingAbout("refunded_outside", dashboard), "the Dashboard's refund, which counts against the charge");
         Map<String, Object> total = findingAbout("refund_total_differs", chargeId);
-        assertNotNull(total, "the charge's refunds add up to 300 here and 600 at Stripe");
-        assertTrue(((String) total.get("detail")).contains("300 here and 600 at Stripe"), (String) total.get("detail"));
+        assertNotNull(total, "the charge's refunds add up to 500 here (300, and the Dashboard's 200) and 600 at Stripe");
+        assertTrue(((String) total.get("detail")).contains("500 here (200 of it made outside the service) and 600 at Stripe"),
+                (String) total.get("detail"));
     }
 
     @Test

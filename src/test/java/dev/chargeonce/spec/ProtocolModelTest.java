@@ -56,7 +56,7 @@ class ProtocolModelTest {
      * the statements of its own. A class of the package that runs SQL on the idempotency tables belongs here.
      */
     static final List<String> STORE = List.of("StatementCatalog", "Claims", "RefundReservations", "Finishes", "Reads",
-            "CommandResults", "OperatorRows", "Upkeep");
+            "CommandResults", "OperatorRows", "Upkeep", "OutsideRefundRows");
 
     /** Beside the store: the Kafka outbox's and the consumed offsets' own statements, which the model leaves out. */
     private static final Set<String> BESIDE_THE_STORE = Set.of("ResultOutbox", "ConsumedOffsets");

@@ -137,6 +137,54 @@ public final class SandboxControl {
         }
     }
 
+    /**
+     * A payment made in Stripe's Dashboard: succeeded, with none of the service's metadata; its events
+     * ({@code payment_intent.succeeded}) go to the configured webhook endpoint like any other.
+     */
+    public JsonNode dashboardPayment(long amount, String currency, String customer) {
+        JsonNode pi = post("/_sandbox/dashboard/payment_intents?amount=" + amount + "&currency=" + currency
+                + (customer == null ? "" : "&customer=" + customer));
+        if (!pi.path("id").asText().startsWith("pi_")) {
+            throw new AssertionError("the sandbox refused the Dashboard payment: " + pi);
+        }
+        return pi;
+    }
+
+    /**
+     * A refund made in Stripe's Dashboard (null amount: all that is left), with none of the service's metadata; its
+     * events ({@code refund.created}, {@code charge.refunded}) go to the configured webhook endpoint like any other.
+     */
+    public JsonNode dashboardRefund(String paymentIntentId, Long amount) {
+        JsonNode refund = post("/_sandbox/dashboard/refunds?payment_intent=" + paymentIntentId + (amount == null ? "" : "&amount=" + amount));
+        if (!refund.path("id").asText().startsWith("re_")) {
+            throw new AssertionError("the sandbox refused the Dashboard refund: " + refund);
+        }
+        return refund;
+    }
+
+    /**
+     * Stripe's events of one type about one object ({@code pi_…}, {@code re_…}, {@code ch_…}), newest first, each as
+     * Stripe sends it: what a test delivers to the webhook endpoint itself, in the order and as often as it likes.
+     */
+    public List<String> eventsAbout(String type, String objectId) {
+        try {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/events?limit=100&type=" + type))
+                    .header("Authorization", "Bearer sk_test_sandbox").GET().build(), HttpResponse.BodyHandlers.ofString());
+            List<String> out = new ArrayList<>();
+            for (JsonNode event : JSON.readTree(r.body()).get("data")) {
+                if (objectId.equals(event.path("data").path("object").path("id").asText())) {
+                    out.add(event.toString());
+                }
+            }
+            return out;
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** A Customer at Stripe with this id, naming {@code clientId} in its metadata (null: naming no client). */
     public JsonNode customer(String id, String clientId) {
         return post("/_sandbox/customers?id=" + java.net.URLEncoder.encode(id, java.nio.charset.StandardCharsets.UTF_8)
