@@ -27,22 +27,31 @@ public class RowStories {
     private final ReconciliationStore store;
     private final StripeEventInbox inbox;
     private final RecoveryConfig recovery;
+    private final dev.chargeonce.idempotency.OutsideRefundRows outsideRefunds;
 
-    RowStories(OperatorRows rows, ReconciliationStore store, StripeEventInbox inbox, RecoveryConfig recovery) {
+    RowStories(OperatorRows rows, ReconciliationStore store, StripeEventInbox inbox, RecoveryConfig recovery,
+               dev.chargeonce.idempotency.OutsideRefundRows outsideRefunds) {
         this.rows = rows;
         this.store = store;
         this.inbox = inbox;
         this.recovery = recovery;
+        this.outsideRefunds = outsideRefunds;
     }
 
     /**
      * A row's story. {@code stripeKeys}: every Stripe idempotency key its attempts used, first to current;
      * {@code findings}: the open ones; {@code refunds}: a charge's refunds (none for a refund); {@code timeline}:
-     * everything above that has a time, in time order ({@link StoryTimeline}).
+     * everything above that has a time, in time order ({@link StoryTimeline}); {@code refundedOutside}: what a
+     * charge's refunds made outside the service (Stripe's Dashboard) hold, pending and succeeded (0 for a refund).
      */
     public record RowStory(RowView row, List<String> stripeKeys, List<StripeEventInbox.RecordedEvent> events,
                            List<ReconciliationStore.AuditEntry> actions, List<ReconciliationStore.StoredFinding> findings,
-                           List<RowView> refunds, List<StoryTimeline.Moment> timeline) {
+                           List<RowView> refunds, List<StoryTimeline.Moment> timeline, long refundedOutside) {
+
+        /** A charge's pending and succeeded refunds, the service's and those made outside it. */
+        public long refunded() {
+            return row.amountReserved() + refundedOutside;
+        }
     }
 
     public Optional<RowStory> story(Operation op, String rowId) {
@@ -54,7 +63,8 @@ public class RowStories {
             return new RowStory(row, row.identity() == null ? List.of() : IntStream.rangeClosed(1, row.stripeAttempt())
                     .mapToObj(attempt -> StripeKeys.ofIdentity(op == Operation.REFUND, row.identity(), attempt)).toList(),
                     events, actions, findings.stream().filter(ReconciliationStore.StoredFinding::open).toList(), refunds,
-                    StoryTimeline.of(row, events, actions, findings, refunds));
+                    StoryTimeline.of(row, events, actions, findings, refunds),
+                    op == Operation.CHARGE ? outsideRefunds.refundedOutside(row.clientId(), row.id()) : 0);
         });
     }
 

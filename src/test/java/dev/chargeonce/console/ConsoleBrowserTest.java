@@ -208,6 +208,57 @@ class ConsoleBrowserTest {
         screenshot("5-found-charge.png");
     }
 
+    /**
+     * An operator's day with Stripe's Dashboard: a payment made there and a partial refund there of a charge made
+     * through the API. Reconciliation finds both; the operator finds the refunded charge by its Idempotency-Key in the
+     * search box and reads what was refunded; the client's API says the same, and a refund through the API for more
+     * than what is left is refused before Stripe.
+     */
+    @Test
+    void anOperatorSeesWhatWasDoneInStripesDashboardAndFindsTheRefundedCharge() throws Exception {
+        String key = "order-" + UUID.randomUUID();
+        Response charged = given().header("Authorization", "Bearer " + ACME_KEY).header("Idempotency-Key", key)
+                .contentType(ContentType.JSON).body(VISA).post("/v1/charges");
+        assertEquals(201, charged.statusCode(), charged.asString());
+        String chargeId = charged.jsonPath().getString("id");
+        String dashboardPayment = stripe.dashboardPayment(2000, "usd", null).get("id").asText();
+        stripe.dashboardRefund(charged.jsonPath().getString("payment_intent"), 600L);
+
+        long run = job.request(Instant.now().minus(Duration.ofHours(1)), Instant.now().plusSeconds(5), "test").id();
+        for (int i = 0; i < 20; i++) {
+            ReconciliationJob.PassResult pass = job.pass();
+            if (pass.runId() != null && pass.runId() == run && !"running".equals(pass.status())) {
+                break;
+            }
+        }
+
+        String base = "http://ops:ops-test-password@" + root.getHost() + ":" + root.getPort();
+        browser.get(base + "/console");
+        String findings = browser.findElement(By.id("findings")).getText();
+        assertTrue(browser.findElements(By.cssSelector("tr.finding[data-kind='made_outside']")).stream()
+                .anyMatch(row -> row.getText().contains(dashboardPayment)), "the Dashboard payment is a finding: " + findings);
+        assertTrue(browser.findElements(By.cssSelector("tr.finding[data-kind='refunded_outside']")).stream()
+                .anyMatch(row -> row.getText().contains(chargeId)), "the Dashboard refund is a finding: " + findings);
+        screenshot("6-dashboard-findings.png");
+
+        WebElement search = browser.findElement(By.id("search"));
+        search.findElement(By.id("q")).sendKeys(key);
+        search.findElement(By.cssSelector("button[type=submit]")).click();
+        browser.findElement(By.cssSelector("#matches a.match-link[href='/console/rows/charge/" + chargeId + "']")).click();
+        assertEquals(chargeId, browser.findElement(By.id("row-id")).getText());
+        String refunded = browser.findElement(By.id("refunded")).getText();
+        assertTrue(refunded.startsWith("$6.00") && refunded.contains("outside the service"), refunded);
+        screenshot("7-refunded-outside.png");
+
+        Response read = given().header("Authorization", "Bearer " + ACME_KEY).get("/v1/charges/" + chargeId);
+        assertEquals(600, read.jsonPath().getLong("amount_refunded"), read.asString());
+        assertEquals(false, read.jsonPath().getBoolean("refunded"));
+        Response tooMuch = given().header("Authorization", "Bearer " + ACME_KEY).header("Idempotency-Key", UUID.randomUUID().toString())
+                .contentType(ContentType.JSON).body("{\"amount\": 500}").post("/v1/charges/" + chargeId + "/refunds");
+        assertEquals(400, tooMuch.statusCode(), tooMuch.asString());
+        assertEquals("amount_too_large", tooMuch.jsonPath().getString("error.code"));
+    }
+
     private void screenshot(String name) throws Exception {
         Files.write(SCREENSHOTS.resolve(name), browser.getScreenshotAs(OutputType.BYTES));
     }
