@@ -92,6 +92,10 @@ final class Instance {
         config.put("chargeonce.stripe.webhook-secret", Keys.WEBHOOK_SECRETS);
         config.put("chargeonce.webhooks.catch-up-interval", opt("catch-up-interval", "5s"));
         config.put("chargeonce.webhooks.catch-up-overlap", opt("catch-up-overlap", "10s"));
+        // Instances here live seconds between kills: the first pass soon after a start, and a killed holder's lease
+        // (renewed with every page of a few milliseconds) taken over after 15 s, not production's 30 s and 2 min.
+        config.put("chargeonce.webhooks.catch-up-initial-delay", opt("catch-up-initial-delay", "2s"));
+        config.put("chargeonce.webhooks.catch-up-lease", opt("catch-up-lease", "15s"));
         // A pass's reach (page size x pages): the CI run makes it smaller than the window (chaos/run.sh).
         config.put("chargeonce.webhooks.catch-up-page-size", opt("catch-up-page-size", "100"));
         config.put("chargeonce.webhooks.catch-up-max-pages", opt("catch-up-max-pages", "1000"));

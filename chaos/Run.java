@@ -195,7 +195,7 @@ final class Run {
         }
         watchingStates = false;
         if (catchUp != null) {
-            catchUp.stop();
+            catchUp.stop(variant);
         }
         customers.shutdown();
         customers.awaitTermination(30, TimeUnit.SECONDS);

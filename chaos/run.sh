@@ -4,7 +4,8 @@
 #   chaos/run.sh [--duration 180s] [--naive-duration D] [--instances 2] [--clients 24] [--seed N]
 #                [--no-naive] [--allow-naive-without-duplicates] [--min-faults 15] [--min-payments 50]
 #                [--lookup-skew 10s] [--citus]
-#                [--catch-up-page-size 100] [--catch-up-max-pages 1000] [--require-catch-up-overflow]
+#                [--catch-up-page-size 100] [--catch-up-max-pages 1000] [--catch-up-overlap 10s]
+#                [--require-catch-up-overflow]
 #
 # Clients with many logical payments (random timeouts and retries, concurrent duplicates, a key reused with
 # another body now and then) against --instances packaged service processes sharing one PostgreSQL primary,
@@ -54,6 +55,7 @@ LOOKUP_SKEW=10s
 CITUS=0
 CATCH_UP_PAGE_SIZE=100
 CATCH_UP_MAX_PAGES=1000
+CATCH_UP_OVERLAP=10s
 REQUIRE_CATCH_UP_OVERFLOW=false
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,8 +73,9 @@ while [ $# -gt 0 ]; do
     --citus) CITUS=1; NAIVE=0; shift ;;
     --catch-up-page-size) CATCH_UP_PAGE_SIZE="$2"; shift 2 ;;
     --catch-up-max-pages) CATCH_UP_MAX_PAGES="$2"; shift 2 ;;
+    --catch-up-overlap) CATCH_UP_OVERLAP="$2"; shift 2 ;;
     --require-catch-up-overflow) REQUIRE_CATCH_UP_OVERFLOW=true; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -147,6 +150,7 @@ java -cp "$WORK_DIR/classes:$PGJDBC" chaos.Chaos \
   --instances "$INSTANCES" --clients "$CLIENTS" --seed "$SEED" --skip-naive "$([ "$NAIVE" = 1 ] && echo false || echo true)" \
   --require-naive-duplicates "$REQUIRE_NAIVE" --min-faults "$MIN_FAULTS" --min-payments "$MIN_PAYMENTS" \
   --lookup-skew "$LOOKUP_SKEW" --catch-up-page-size "$CATCH_UP_PAGE_SIZE" --catch-up-max-pages "$CATCH_UP_MAX_PAGES" \
+  --catch-up-overlap "$CATCH_UP_OVERLAP" \
   --require-catch-up-overflow "$REQUIRE_CATCH_UP_OVERFLOW" &
 HARNESS_PID=$!
 wait "$HARNESS_PID"

@@ -99,7 +99,7 @@ public class CommandResults {
     public boolean queueLaterState(Connection tx, String chargeId, String clientId,
                                    java.util.function.Function<ChargeRecord, String> render) throws SQLException {
         ChargeRecord record = null;
-        try (PreparedStatement ps = tx.prepareStatement(AWAITED_LATER_STATE)) {
+        try (PreparedStatement ps = tx.prepareStatement(Reads.chargeColumnsIn(AWAITED_LATER_STATE, identities))) {
             int next = Reads.bindRefundClients(ps, clientId);
             ps.setString(next, chargeId);
             ps.setString(next + 1, clientId);

@@ -134,6 +134,16 @@ public class KeyIdentities {
     }
 
     /**
+     * Whether this instance holds the schema at V1.13.0 ({@link KeyVersionsCheck}): the first two steps of the
+     * upgrade from a release before it. The tables of later migrations may then be missing, and what needs them is
+     * off on this instance: refunds made outside the service are neither recorded nor counted here (the instances of
+     * step 3 do both).
+     */
+    public boolean schemaHeldBeforeKeysErased() {
+        return storesKeys() || mixedWriters();
+    }
+
+    /**
      * Whether new rows keep the key itself: only while this instance writes version 0, the first step of the upgrade
      * from a release before V1.13.0, when instances of that release still run and may adopt an HTTP row for a Kafka
      * command (they publish its result under the stored key). V1.14.0 erases them once no such instance runs.

@@ -62,9 +62,11 @@ public class OutsideRefundRows {
             """;
 
     private final AgroalDataSource primary;
+    private final KeyIdentities identities;
 
-    OutsideRefundRows(@Default AgroalDataSource primary) {
+    OutsideRefundRows(@Default AgroalDataSource primary, KeyIdentities identities) {
         this.primary = primary;
+        this.identities = identities;
     }
 
     /** A refund at Stripe that names none of this service's keys, as read (an event's object, a list's record). */
@@ -89,6 +91,9 @@ public class OutsideRefundRows {
      * its PaymentIntent (a refund of a payment made outside too): nothing here is concerned.
      */
     public Optional<Recorded> record(Connection tx, OutsideRefund refund, String seenBy) throws SQLException {
+        if (identities.schemaHeldBeforeKeysErased()) {
+            return Optional.empty(); // the table may not exist yet: the instances of the upgrade's step 3 record it
+        }
         if (refund.paymentIntentId() == null || refund.amount() <= 0 || Operation.REFUND.rank(refund.status()) == 0) {
             return Optional.empty(); // not a refund as Stripe describes one: nothing to count
         }
@@ -174,6 +179,9 @@ public class OutsideRefundRows {
 
     /** {@link #refundedOutside(Connection, String, String)} on its own (reconciliation's total of a charge's refunds). */
     public long refundedOutside(String clientId, String chargeId) {
+        if (identities.schemaHeldBeforeKeysErased()) {
+            return 0; // the table may not exist yet (KeyIdentities#schemaHeldBeforeKeysErased)
+        }
         return Jdbc.onConnection(primary, c -> refundedOutside(c, clientId, chargeId));
     }
 }

@@ -34,8 +34,23 @@ public class Reads {
             "id, status, charge_status, amount, currency, payment_intent_id, request, response_status, created_at, "
             + "(SELECT coalesce(sum(r.amount), 0) FROM stripe_refunds r WHERE r.charge_id = stripe_intents.id "
             + "AND r.client_id = ? AND r.refund_status = 'succeeded') "
-            + "+ (SELECT coalesce(sum(o.amount), 0) FROM outside_refunds o WHERE o.charge_id = stripe_intents.id "
-            + "AND o.client_id = ? AND o.status = 'succeeded') AS amount_refunded";
+            + "+ " + Held.OUTSIDE_SUM + " AS amount_refunded";
+
+    /** The outside refunds' sum of {@link #CHARGE_COLUMNS}, and what stands for it while the schema is held. */
+    private static final class Held {
+        static final String OUTSIDE_SUM = "(SELECT coalesce(sum(o.amount), 0) FROM outside_refunds o WHERE "
+                + "o.charge_id = stripe_intents.id AND o.client_id = ? AND o.status = 'succeeded')";
+        static final String OUTSIDE_SUM_HELD = "(SELECT 0 WHERE ?::text IS NOT NULL)";
+    }
+
+    /**
+     * A statement of {@link #CHARGE_COLUMNS} as this instance runs it: without the outside refunds while it holds the
+     * schema at V1.13.0 ({@link KeyIdentities#schemaHeldBeforeKeysErased}: their table may not exist yet), with the
+     * same parameters.
+     */
+    static String chargeColumnsIn(String statement, KeyIdentities identities) {
+        return identities.schemaHeldBeforeKeysErased() ? statement.replace(Held.OUTSIDE_SUM, Held.OUTSIDE_SUM_HELD) : statement;
+    }
 
     /** The clients of {@link #CHARGE_COLUMNS}' sums, its first parameters; returns the next parameter's index. */
     static int bindRefundClients(java.sql.PreparedStatement ps, String clientId) throws SQLException {
@@ -74,7 +89,7 @@ public class Reads {
 
     /** One of the client's charges, by id; another client's id is not found. */
     public Optional<ChargeRecord> findCharge(AgroalDataSource source, String clientId, String chargeId) {
-        return Jdbc.first(source, FIND_CHARGE, ps -> {
+        return Jdbc.first(source, chargeColumnsIn(FIND_CHARGE, identities), ps -> {
             int next = bindRefundClients(ps, clientId);
             ps.setString(next, chargeId);
             ps.setString(next + 1, clientId);
@@ -83,7 +98,7 @@ public class Reads {
 
     /** The client's newest charges. */
     public List<ChargeRecord> listCharges(AgroalDataSource source, String clientId, int limit) {
-        return Jdbc.all(source, NEWEST_CHARGES, ps -> {
+        return Jdbc.all(source, chargeColumnsIn(NEWEST_CHARGES, identities), ps -> {
             int next = bindRefundClients(ps, clientId);
             ps.setString(next, clientId);
             ps.setInt(next + 1, limit);
@@ -128,7 +143,7 @@ public class Reads {
         }
         // Before a cursor means the nearest newer ones: read upwards, then turn the page around.
         boolean upwards = page.endingBefore() != null;
-        String sql = CHARGE_PAGE + where
+        String sql = chargeColumnsIn(CHARGE_PAGE, identities) + where
                 + (upwards ? " ORDER BY created_at ASC, id ASC" : " ORDER BY created_at DESC, id DESC") + " LIMIT ?";
         args.add(page.limit() + 1);
         List<ChargeRecord> found = Jdbc.all(source, sql, ps -> {
@@ -148,7 +163,7 @@ public class Reads {
      * the recent rows.
      */
     public List<ChargeRecord> listChargesCreatedAfter(AgroalDataSource source, String clientId, Instant after, int limit) {
-        return Jdbc.all(source, CHARGES_CREATED_AFTER, ps -> {
+        return Jdbc.all(source, chargeColumnsIn(CHARGES_CREATED_AFTER, identities), ps -> {
             int next = bindRefundClients(ps, clientId);
             ps.setString(next, clientId);
             ps.setObject(next + 1, OffsetDateTime.ofInstant(after, ZoneOffset.UTC));

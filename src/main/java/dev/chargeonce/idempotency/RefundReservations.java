@@ -160,7 +160,9 @@ public class RefundReservations {
         }
         // Refunds made outside this service (Stripe's Dashboard) count too: read after the lock, in a statement of its
         // own, so that one recorded while this claim waited for the lock is seen.
-        long left = Math.max(0, amount - reserved - OutsideRefundRows.refundedOutside(tx, refund.clientId(), refund.chargeId()));
+        long outside = identities.schemaHeldBeforeKeysErased() ? 0 // their table may not exist yet (KeyIdentities)
+                : OutsideRefundRows.refundedOutside(tx, refund.clientId(), refund.chargeId());
+        long left = Math.max(0, amount - reserved - outside);
         long refundAmount = refund.requestedAmount() == null ? left : refund.requestedAmount();
         if (refundAmount <= 0 || refundAmount > left) {
             return Optional.of(new RefundClaim.AmountTooLarge(refundAmount, left));

@@ -112,7 +112,7 @@ public class EventCatchUp {
         }
     }
 
-    @Scheduled(identity = "event-catch-up", every = "${chargeonce.webhooks.catch-up-interval:5m}", delayed = "30s",
+    @Scheduled(identity = "event-catch-up", every = "${chargeonce.webhooks.catch-up-interval:5m}", delayed = "${chargeonce.webhooks.catch-up-initial-delay:30s}",
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void pass() {
         if (!config.catchUpEnabled()) {

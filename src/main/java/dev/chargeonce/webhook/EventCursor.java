@@ -60,9 +60,12 @@ public class EventCursor {
             """;
 
     private final AgroalDataSource primary;
+    /** While the schema is held at V1.13.0 (an upgrade's first two steps), event_cursors may not exist yet. */
+    private final boolean held;
 
-    EventCursor(@Default AgroalDataSource primary) {
+    EventCursor(@Default AgroalDataSource primary, dev.chargeonce.idempotency.KeyIdentities identities) {
         this.primary = primary;
+        this.held = identities.schemaHeldBeforeKeysErased();
     }
 
     /**
@@ -70,6 +73,9 @@ public class EventCursor {
      * the place to read from, or empty when another holder's lease is running.
      */
     public Optional<Position> take(String stream, String holder, Duration lease, Instant firstPosition) {
+        if (held) {
+            return Optional.empty(); // as if another holder read: the instances of the upgrade's step 3 catch up
+        }
         try (Connection c = primary.getConnection()) {
             try (PreparedStatement ps = c.prepareStatement(CREATE_IF_ABSENT)) {
                 ps.setString(1, stream);
@@ -119,6 +125,9 @@ public class EventCursor {
 
     /** Seconds between the place and now: how far behind the catch-up's guarantee is; empty before its first pass. */
     public Optional<Double> lagSeconds(String stream) {
+        if (held) {
+            return Optional.empty();
+        }
         try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(LAG)) {
             ps.setString(1, stream);
             try (ResultSet rs = ps.executeQuery()) {

@@ -20,6 +20,10 @@ public interface WebhookConfig {
     @WithDefault("5m")
     Duration catchUpInterval();
 
+    /** The first pass after start-up (read by the schedule's expression; declared here to be documented and checked). */
+    @WithDefault("30s")
+    Duration catchUpInitialDelay();
+
     /**
      * How long after its creation an event may still appear in Stripe's list (Stripe lists events by creation time,
      * and one can be listed a little after younger ones; this also covers the clocks' difference): the catch-up's
