@@ -61,10 +61,12 @@ final class ProcessFaults implements FaultSchedule.Family {
                 }
                 sleep(down);
                 long restart = System.currentTimeMillis();
-                if (victim.start(Duration.ofSeconds(60))) {
+                // As long as a first start may take (90 s): a restart on a loaded machine takes 20-30 s, and one cut
+                // from its database while it starts exits and is started again.
+                if (victim.start(Duration.ofSeconds(90))) {
                     run.faults.event(victim.name() + " ready again, " + (System.currentTimeMillis() - restart) + " ms after its restart");
                 } else if (!stopping) {
-                    run.switchFailed("restart of " + victim.name() + ": not ready within 60 s (see its log in "
+                    run.switchFailed("restart of " + victim.name() + ": not ready within 90 s (see its log in "
                             + results.resolve("logs") + ")");
                 }
             } catch (RuntimeException e) {
