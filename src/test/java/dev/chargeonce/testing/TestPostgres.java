@@ -89,9 +89,33 @@ public final class TestPostgres {
         }
         execute(CITUS[0], name, "SELECT citus_set_coordinator_host('127.0.0.1', " + CITUS[0] + ")");
         for (int i = 1; i < CITUS.length; i++) {
-            execute(CITUS[0], name, "SELECT citus_add_node('127.0.0.1', " + CITUS[i] + ")");
+            addNode(name, CITUS[i]);
         }
         return name;
+    }
+
+    /**
+     * Adds a worker to the new database's cluster. The coordinator connects to the worker to do it, and on a loaded
+     * machine, with another suite creating its database at the same moment, that connection can fail ("failure on
+     * connection marked as essential"): tried again a few times (adding a node the metadata has is a no-op).
+     */
+    private static void addNode(String database, int worker) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                execute(CITUS[0], database, "SELECT citus_add_node('127.0.0.1', " + worker + ")");
+                return;
+            } catch (IllegalStateException e) {
+                if (attempt == 5) {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(2_000L * attempt);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
     }
 
     private static void execute(int port, String database, String sql) {
