@@ -110,13 +110,7 @@ class ConsoleBrowserTest {
         String paymentIntent = stripe.ledger().stream()
                 .filter(pi -> dev.chargeonce.testing.TestKeys.identity(ACME, key).equals(pi.path("metadata").path("chargeonce_key").asText()))
                 .findFirst().orElseThrow().get("id").asText();
-        long run = job.request(Instant.now().minus(Duration.ofHours(1)), Instant.now().plusSeconds(5), "test").id();
-        for (int i = 0; i < 20; i++) {
-            ReconciliationJob.PassResult pass = job.pass();
-            if (pass.runId() != null && pass.runId() == run && !"running".equals(pass.status())) {
-                break;
-            }
-        }
+        reconcileLastHour();
 
         // Basic credentials in the URL: the browser signs in for the whole origin, forms and redirects included.
         String base = "http://ops:ops-test-password@" + root.getHost() + ":" + root.getPort();
@@ -224,13 +218,7 @@ class ConsoleBrowserTest {
         String dashboardPayment = stripe.dashboardPayment(2000, "usd", null).get("id").asText();
         stripe.dashboardRefund(charged.jsonPath().getString("payment_intent"), 600L);
 
-        long run = job.request(Instant.now().minus(Duration.ofHours(1)), Instant.now().plusSeconds(5), "test").id();
-        for (int i = 0; i < 20; i++) {
-            ReconciliationJob.PassResult pass = job.pass();
-            if (pass.runId() != null && pass.runId() == run && !"running".equals(pass.status())) {
-                break;
-            }
-        }
+        reconcileLastHour();
 
         String base = "http://ops:ops-test-password@" + root.getHost() + ":" + root.getPort();
         browser.get(base + "/console");
@@ -257,6 +245,17 @@ class ConsoleBrowserTest {
                 .contentType(ContentType.JSON).body("{\"amount\": 500}").post("/v1/charges/" + chargeId + "/refunds");
         assertEquals(400, tooMuch.statusCode(), tooMuch.asString());
         assertEquals("amount_too_large", tooMuch.jsonPath().getString("error.code"));
+    }
+
+    /** Queues a reconciliation run over the last hour and passes until it has ended. */
+    private void reconcileLastHour() {
+        long run = job.request(Instant.now().minus(Duration.ofHours(1)), Instant.now().plusSeconds(5), "test").id();
+        for (int i = 0; i < 20; i++) {
+            ReconciliationJob.PassResult pass = job.pass();
+            if (pass.runId() != null && pass.runId() == run && !"running".equals(pass.status())) {
+                return;
+            }
+        }
     }
 
     private void screenshot(String name) throws Exception {
