@@ -127,14 +127,14 @@ class ConsoleBrowserTest {
         assertTrue(browser.findElement(By.id("findings")).getText().contains(chargeId), "the parked row's findings are listed");
         screenshot("1-console.png");
 
-        rowLink.click();
+        follow(rowLink, "/console/rows/charge/" + chargeId);
         assertEquals(chargeId, browser.findElement(By.id("row-id")).getText());
         assertTrue(browser.findElement(By.id("status")).getText().contains("parked"));
         screenshot("2-parked-row.png");
         WebElement attach = browser.findElement(By.id("attach"));
         attach.findElement(By.name("object")).sendKeys(paymentIntent);
         attach.findElement(By.name("reason")).sendKeys("reconciliation found the payment (ticket OPS-42)");
-        attach.findElement(By.cssSelector("button[type=submit]")).click();
+        follow(attach.findElement(By.cssSelector("button[type=submit]")), "?message=attached");
 
         String message = browser.findElement(By.id("message")).getText();
         assertTrue(message.startsWith("Attached: "), message);
@@ -186,14 +186,13 @@ class ConsoleBrowserTest {
         browser.get(base + "/console");
         WebElement search = browser.findElement(By.id("search"));
         search.findElement(By.id("q")).sendKeys(key);
-        search.findElement(By.cssSelector("button[type=submit]")).click();
-        assertTrue(browser.getCurrentUrl().contains("/console/search?q="), browser.getCurrentUrl());
+        follow(search.findElement(By.cssSelector("button[type=submit]")), "/console/search?q=");
         WebElement match = browser.findElement(By.cssSelector("#matches a.match-link[href='/console/rows/charge/" + chargeId + "']"));
         String results = browser.findElement(By.id("matches")).getText();
         assertTrue(results.contains("Idempotency-Key") && results.contains("$72.32"), results);
         screenshot("4-search.png");
 
-        match.click();
+        follow(match, "/console/rows/charge/" + chargeId);
         assertEquals(chargeId, browser.findElement(By.id("row-id")).getText());
         assertEquals("$72.32", browser.findElement(By.id("amount")).getText());
         String timeline = browser.findElement(By.id("timeline")).getText();
@@ -231,8 +230,9 @@ class ConsoleBrowserTest {
 
         WebElement search = browser.findElement(By.id("search"));
         search.findElement(By.id("q")).sendKeys(key);
-        search.findElement(By.cssSelector("button[type=submit]")).click();
-        browser.findElement(By.cssSelector("#matches a.match-link[href='/console/rows/charge/" + chargeId + "']")).click();
+        follow(search.findElement(By.cssSelector("button[type=submit]")), "/console/search?q=");
+        follow(browser.findElement(By.cssSelector("#matches a.match-link[href='/console/rows/charge/" + chargeId + "']")),
+                "/console/rows/charge/" + chargeId);
         assertEquals(chargeId, browser.findElement(By.id("row-id")).getText());
         String refunded = browser.findElement(By.id("refunded")).getText();
         assertTrue(refunded.startsWith("$6.00") && refunded.contains("outside the service"), refunded);
@@ -245,6 +245,20 @@ class ConsoleBrowserTest {
                 .contentType(ContentType.JSON).body("{\"amount\": 500}").post("/v1/charges/" + chargeId + "/refunds");
         assertEquals(400, tooMuch.statusCode(), tooMuch.asString());
         assertEquals("amount_too_large", tooMuch.jsonPath().getString("error.code"));
+    }
+
+    /**
+     * Clicks a link or a form's button and waits until the browser is on the page it leads to. A click returns
+     * before a form's submission has begun to navigate, so reading the page at once may still read the old one.
+     */
+    private void follow(WebElement target, String urlPart) throws InterruptedException {
+        target.click();
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (!browser.getCurrentUrl().contains(urlPart) && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        String url = browser.getCurrentUrl();
+        assertTrue(url.contains(urlPart), "the click leads to " + urlPart + ", the browser is on " + url);
     }
 
     /** Queues a reconciliation run over the last hour and passes until it has ended. */
