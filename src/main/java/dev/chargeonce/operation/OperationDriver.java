@@ -11,6 +11,8 @@ import dev.chargeonce.idempotency.Claims;
 import dev.chargeonce.idempotency.Finishes;
 import dev.chargeonce.idempotency.LeaseRelease;
 import dev.chargeonce.idempotency.Operation;
+import dev.chargeonce.ratebudget.Endpoint;
+import dev.chargeonce.ratebudget.StripeRateBudget;
 import dev.chargeonce.stripe.StripeCall;
 import dev.chargeonce.stripe.StripeConfig;
 import dev.chargeonce.stripe.StripeGateway;
@@ -52,6 +54,8 @@ public class OperationDriver {
 
     private static final Logger LOG = Logger.getLogger(OperationDriver.class);
     private static final Duration RETRY_SOON = Duration.ofSeconds(1);
+    /** A permit waited for longer than this renews the lease before the call (the lease covers a call from its start). */
+    private static final Duration RENEW_AFTER_WAIT = Duration.ofMillis(10);
     private static final Duration MAX_RETRY_AFTER = Duration.ofMinutes(1);
     /** Row marker: Stripe knows a history of the key that the row cannot place; every driver searches for it first. */
     static final String HISTORY_UNKNOWN = "history_unknown";
@@ -62,11 +66,14 @@ public class OperationDriver {
     private final StripeConfig stripeConfig;
     private final IdempotencyConfig idempotencyConfig;
     private final OperationMetrics metrics;
+    private final StripeRateBudget budget;
     private final Map<Operation, StripeSide<?>> sides = new EnumMap<>(Operation.class);
 
     OperationDriver(Claims claims, Finishes finishes, Instance<StripeSide<?>> sides, StripeConfig stripeConfig,
-                    IdempotencyConfig idempotencyConfig, OperationMetrics metrics, dev.chargeonce.stripe.StripeGateway stripe) {
+                    IdempotencyConfig idempotencyConfig, OperationMetrics metrics, dev.chargeonce.stripe.StripeGateway stripe,
+                    StripeRateBudget budget) {
         this.stripe = stripe;
+        this.budget = budget;
         this.claims = claims;
         this.finishes = finishes;
         this.stripeConfig = stripeConfig;
@@ -171,9 +178,43 @@ public class OperationDriver {
     }
 
     private <R> KeyAnswer send(ClaimedIntent intent, StripeSide<R> side, R request) {
-        StripeCall call = side.send(intent, request, sendBefore(intent));
+        long waitUntil = System.nanoTime() + budget.maxWait().toNanos();
+        StripeCall call;
+        boolean resend = false;
+        while (true) {
+            // A permit from the account's rate budget first. The row is claimed and held meanwhile: its retries see
+            // it in flight, and no other driver sends its key; the wait holds no database connection.
+            StripeRateBudget.Grant grant = budget.await(endpointOf(intent.operation()), Math.min(waitUntil, lastPermitWait(intent)));
+            if (!grant.granted()) {
+                metrics.rateBudgetRefusal(intent.operation());
+                return release(intent, new LeaseRelease(null, null, null, null),
+                        RetryLaterAnswers.stripeRateLimited(intent.operation(), intent.keyNeverSent(), grant.retryAfter()));
+            }
+            long sendBefore = sendBefore(intent);
+            if (resend || grant.waited().compareTo(RENEW_AFTER_WAIT) > 0) {
+                // The lease was sized for a call that starts at once: renewed, it covers the whole call from now.
+                long renewing = System.nanoTime();
+                if (!renewLease(intent)) {
+                    return answerOfRow(intent);
+                }
+                sendBefore = renewing + sendWindow();
+            }
+            call = side.send(intent, request, sendBefore);
+            if (!(call.outcome() instanceof StripeOutcome.NotSent notSent && notSent.rateLimited())
+                    || System.nanoTime() - waitUntil >= 0) {
+                break;
+            }
+            // Stripe's 429 is never executed: the same key is sent again once the (now lowered) budget allows.
+            metrics.stripeOutcome(intent.operation(), call.outcome());
+            resend = true;
+        }
         metrics.stripeOutcome(intent.operation(), call.outcome());
         return switch (call.outcome()) {
+            case StripeOutcome.NotSent n when n.rateLimited() -> {
+                LOG.infof("%s: Stripe answered 429 until the request's wait was over; lease released", intent.id());
+                yield release(intent, new LeaseRelease(null, call.sinceLastSend(), null, null), RetryLaterAnswers.stripeRateLimited(
+                        intent.operation(), intent.keyNeverSent() && call.sinceLastSend() == null, RETRY_SOON));
+            }
             case StripeOutcome.NotSent n -> {
                 LOG.infof("%s: Stripe not called (%s); lease released", intent.id(), n.reason());
                 yield release(intent, new LeaseRelease(null, call.sinceLastSend(), null, null),
@@ -478,9 +519,31 @@ public class OperationDriver {
 
     /** No try starts in the last stretch of the lease: the next holder may take over when it ends. */
     private long sendBefore(ClaimedIntent intent) {
+        return intent.leaseAcquiredNanos() + sendWindow();
+    }
+
+    /** From a lease's start, how long tries may start: all of it but its last stretch. */
+    private long sendWindow() {
         Duration lease = idempotencyConfig.lease();
         long margin = Math.min(Duration.ofSeconds(2).toNanos(), lease.toNanos() / 10);
-        return intent.leaseEndsNanos(lease) - margin;
+        return lease.toNanos() - margin;
+    }
+
+    /** The latest a permit may be waited for: the lease must still be held to be renewed after the wait. */
+    private long lastPermitWait(ClaimedIntent intent) {
+        return intent.leaseAcquiredNanos() + sendWindow() / 2;
+    }
+
+    private boolean renewLease(ClaimedIntent intent) {
+        try {
+            return claims.renewLease(intent);
+        } catch (DatabaseUnavailableException e) {
+            return false;
+        }
+    }
+
+    private static Endpoint endpointOf(Operation op) {
+        return op == Operation.REFUND ? Endpoint.REFUNDS_CREATE : Endpoint.PAYMENT_INTENTS_CREATE;
     }
 
     /** Now by the database's clock (the clock of every timestamp in the row), from when the lease was granted. */

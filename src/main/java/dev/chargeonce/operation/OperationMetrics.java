@@ -91,6 +91,11 @@ public class OperationMetrics {
         registry.counter(name(op, "lookup.resolved")).increment();
     }
 
+    /** Answered 503 without calling Stripe: no permit of the account's rate budget within the request's wait. */
+    void rateBudgetRefusal(Operation op) {
+        registry.counter(outcomes(op), "outcome", "rate_budget").increment();
+    }
+
     public void circuitOpenRejection(Operation op) {
         registry.counter(outcomes(op), "outcome", "circuit_open").increment();
     }

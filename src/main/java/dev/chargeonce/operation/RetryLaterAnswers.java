@@ -42,6 +42,20 @@ public final class RetryLaterAnswers {
                 null)), retryAfter);
     }
 
+    /**
+     * The Stripe account's request rate is used up for longer than this request may wait (the service's shared rate
+     * budget, or Stripe's own 429 while the budget caught up): {@code retryAfter} is when a permit will be free.
+     */
+    public static KeyAnswer stripeRateLimited(Operation op, boolean nothingEverSent, Duration retryAfter) {
+        String nothing = op == Operation.REFUND ? "nothing was refunded" : "nothing was charged";
+        return KeyAnswer.retryLater(503, write(ErrorBody.of("api_error", "stripe_rate_limited", nothingEverSent
+                ? "The Stripe account's request rate is used up for now and " + nothing + ". Retry with the same"
+                        + " Idempotency-Key after the Retry-After delay."
+                : "The Stripe account's request rate is used up for now. An earlier try of this request may still"
+                        + " complete at Stripe: retry with the same Idempotency-Key after the Retry-After delay to learn"
+                        + " its outcome; " + promise(op) + ".", null)), retryAfter);
+    }
+
     /** Stripe named its object but has not finished it: it is followed by id until it has. */
     public static KeyAnswer stripePending(Operation op, String objectId, Duration retryAfter) {
         return KeyAnswer.retryLater(503, write(ErrorBody.of("api_error",

@@ -10,6 +10,7 @@ import com.stripe.model.PaymentIntent;
 import com.stripe.net.RequestOptions;
 import com.stripe.net.StripeResponse;
 import com.stripe.param.PaymentIntentCreateParams;
+import dev.chargeonce.ratebudget.Endpoint;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.smallrye.faulttolerance.api.CircuitBreakerName;
@@ -111,6 +112,7 @@ class StripeApi {
     }
 
     private final StripeClients clients;
+    private final dev.chargeonce.ratebudget.StripeRateBudget budget;
     private final TryWatchdog watchdog = new TryWatchdog();
     private final long createTryNanos;
     private final long refundTryNanos;
@@ -120,8 +122,10 @@ class StripeApi {
     private final Counter createTriesExpired;
     private final Counter refundTriesExpired;
 
-    StripeApi(StripeClients clients, StripeConfig stripe, Config config, MeterRegistry registry) {
+    StripeApi(StripeClients clients, StripeConfig stripe, Config config, MeterRegistry registry,
+              dev.chargeonce.ratebudget.StripeRateBudget budget) {
         this.clients = clients;
+        this.budget = budget;
         this.readTimeoutNanos = stripe.readTimeout().toNanos();
         this.createTryNanos = tryLimitNanos(config, "create");
         this.refundTryNanos = tryLimitNanos(config, "createRefund");
@@ -151,7 +155,7 @@ class StripeApi {
     @Bulkhead(2048)
     PaymentIntent create(PaymentIntentCreateParams params, String idempotencyKey, long sendBefore, SendLog log)
             throws StripeException {
-        return send(sendBefore, createTryNanos, createTriesExpired, log, client -> client.v1().paymentIntents().create(params,
+        return send(sendBefore, createTryNanos, createTriesExpired, log, Endpoint.PAYMENT_INTENTS_CREATE, client -> client.v1().paymentIntents().create(params,
                 RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
     }
 
@@ -169,7 +173,7 @@ class StripeApi {
     @Bulkhead(2048)
     com.stripe.model.Refund createRefund(com.stripe.param.RefundCreateParams params, String idempotencyKey, long sendBefore,
                                          SendLog log) throws StripeException {
-        return send(sendBefore, refundTryNanos, refundTriesExpired, log, client -> client.v1().refunds().create(params,
+        return send(sendBefore, refundTryNanos, refundTriesExpired, log, Endpoint.REFUNDS_CREATE, client -> client.v1().refunds().create(params,
                 RequestOptions.builder().setIdempotencyKey(idempotencyKey).build()));
     }
 
@@ -183,7 +187,7 @@ class StripeApi {
      * log, its failure thrown as what it proves. A try the watchdog ended is a {@link TimeoutException}, whatever the
      * interrupted I/O threw (it may have reached Stripe: the log keeps it as maybe executed).
      */
-    private <T> T send(long sendBefore, long limitNanos, Counter expiredTries, SendLog log,
+    private <T> T send(long sendBefore, long limitNanos, Counter expiredTries, SendLog log, Endpoint endpoint,
                        StripeRequest<T> request) throws StripeException {
         if (System.nanoTime() - sendBefore >= 0) {
             throw new LeaseSpentException();
@@ -194,6 +198,9 @@ class StripeApi {
         try (TryWatchdog.Watch watch = watchdog.start(tryNanos)) {
             try {
                 return sendOnce(log, request, client);
+            } catch (RateLimitException e) {
+                budget.rateLimited(endpoint, rateLimitedReason(e));
+                throw e;
             } catch (StripeException | RuntimeException e) {
                 if (watch.expired()) {
                     expiredTries.increment();
@@ -255,6 +262,13 @@ class StripeApi {
             }
             throw e;
         }
+    }
+
+    /** Stripe's {@code Stripe-Rate-Limited-Reason} header of a 429 ({@code endpoint-rate}, {@code global-concurrency}...). */
+    static String rateLimitedReason(StripeException e) {
+        StripeResponse response = e.getStripeError() == null ? null : e.getStripeError().getLastResponse();
+        return response == null || response.headers() == null ? null
+                : response.headers().firstValue("Stripe-Rate-Limited-Reason").orElse(null);
     }
 
     private static boolean replayed(StripeResponse response) {

@@ -46,7 +46,11 @@ public sealed interface StripeOutcome {
      * No try of this call can have run at Stripe (429, authentication, circuit open, bulkhead full, lease spent
      * before sending). Safe to send again with the same key. It says nothing about earlier calls of the key.
      */
-    record NotSent(String reason) implements StripeOutcome {
+    record NotSent(String reason, boolean rateLimited) implements StripeOutcome {
+
+        NotSent(String reason) {
+            this(reason, false);
+        }
     }
 
     /**

@@ -81,7 +81,10 @@ final class StripeOutcomes {
                         e.getStripeError() != null ? e.getStripeError().getParam() : null);
             }
             case IdempotencyException e -> new StripeOutcome.KeyConflict("idempotency_error: " + e.getMessage());
-            case RateLimitException e -> notSentUnlessEarlierTries(log, "stripe rate limited the request");
+            // Stripe's 429 is never executed: sent again with the same key once the budget allows.
+            case RateLimitException e -> log.maybeExecuted()
+                    ? new StripeOutcome.Unknown("stripe rate limited the request, after a try whose outcome is unknown", false)
+                    : new StripeOutcome.NotSent("stripe rate limited the request", true);
             case AuthenticationException e -> {
                 LOG.error("Stripe refused our API key; check chargeonce.stripe.api-key", e);
                 yield notSentUnlessEarlierTries(log, "stripe authentication failed");

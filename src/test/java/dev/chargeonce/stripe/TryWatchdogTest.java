@@ -174,7 +174,7 @@ class TryWatchdogTest {
         org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
                 .withDefaultValue(StripeApi.CONFIG_ROOT + "create/Timeout/value", "1").build();
         io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
-        StripeApi api = new StripeApi(new StripeClients(stripe), stripe, config, registry);
+        StripeApi api = new StripeApi(new StripeClients(stripe), stripe, config, registry, dev.chargeonce.ratebudget.StripeRateBudget.disabled(registry));
         SendLog log = new SendLog();
         CompletableFuture<Throwable> thrown = new CompletableFuture<>();
         long[] tookMillis = {0};
@@ -217,7 +217,7 @@ class TryWatchdogTest {
             org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
                     .withDefaultValue(StripeApi.CONFIG_ROOT + "create/Timeout/value", "5").build();
             io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
-            StripeApi api = new StripeApi(new StripeClients(stripe), stripe, config, registry);
+            StripeApi api = new StripeApi(new StripeClients(stripe), stripe, config, registry, dev.chargeonce.ratebudget.StripeRateBudget.disabled(registry));
             try {
                 String onVirtual = oneCreateTry(api, Thread.ofVirtual());
                 assertTrue(onVirtual.startsWith("TimeoutException"), "on a virtual thread the watchdog ends the try: " + onVirtual);
@@ -248,7 +248,7 @@ class TryWatchdogTest {
             StripeConfig stripe = stripeConfig("http://127.0.0.1:" + silent.getLocalPort(), 20_000);
             org.eclipse.microprofile.config.Config config = new io.smallrye.config.SmallRyeConfigBuilder()
                     .withDefaultValue(StripeApi.CONFIG_ROOT + "create/Timeout/value", "20").build();
-            StripeApi api = new StripeApi(new StripeClients(stripe), stripe, config, new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+            StripeApi api = new StripeApi(new StripeClients(stripe), stripe, config, new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), dev.chargeonce.ratebudget.StripeRateBudget.disabled(new io.micrometer.core.instrument.simple.SimpleMeterRegistry()));
             CompletableFuture<String> running = CompletableFuture.supplyAsync(() -> {
                 try {
                     return oneCreateTry(api, Thread.ofVirtual());

@@ -1,0 +1,76 @@
+package dev.chargeonce.ratebudget;
+
+import java.util.ArrayDeque;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The permits this instance has booked from one schedule and not used yet: slots in {@link System#nanoTime()}, in
+ * order. A slot is good from its time until {@code tolerance} after it; one nobody took by then is dropped (the
+ * schedule moved past it, so using it later would be a burst Stripe did not allow for).
+ *
+ * <p>One booking statement at a time per schedule ({@link #booking}): the requests that find no slot wait for the
+ * one booking for them all, whose size is how many are waiting, or the demand of the last period when that is more.
+ */
+final class LocalSlots {
+
+    final ReentrantLock booking = new ReentrantLock();
+
+    private final ArrayDeque<Long> slots = new ArrayDeque<>();
+    private final long periodNanos;
+    private int waiting;
+    private long periodStart = System.nanoTime();
+    private int takenThisPeriod;
+    private int takenLastPeriod;
+
+    LocalSlots(long periodNanos) {
+        this.periodNanos = periodNanos;
+    }
+
+    synchronized void enter() {
+        waiting++;
+    }
+
+    synchronized void leave() {
+        waiting--;
+    }
+
+    /** The earliest slot good now or later and no later than {@code latest}; null when there is none. */
+    synchronized Long take(long now, long toleranceNanos, long latest) {
+        while (!slots.isEmpty() && slots.peekFirst() + toleranceNanos < now) {
+            slots.pollFirst();
+        }
+        Long first = slots.peekFirst();
+        if (first == null || first - latest > 0) {
+            return null;
+        }
+        slots.pollFirst();
+        countTaken(now);
+        takenThisPeriod++;
+        return first;
+    }
+
+    /** Slots of a booking: {@code count} of them from {@code first}, {@code interval} apart. */
+    synchronized void add(long first, long intervalNanos, int count) {
+        for (int i = 0; i < count; i++) {
+            slots.addLast(first + i * intervalNanos);
+        }
+    }
+
+    /** How many permits to book at once: those waiting, or the last period's demand, at most {@code max}. */
+    synchronized int batchSize(int max) {
+        countTaken(System.nanoTime());
+        return Math.max(1, Math.min(max, Math.max(waiting, takenLastPeriod)));
+    }
+
+    synchronized int held() {
+        return slots.size();
+    }
+
+    private void countTaken(long now) {
+        if (now - periodStart >= periodNanos) {
+            takenLastPeriod = now - periodStart >= 2 * periodNanos ? 0 : takenThisPeriod;
+            takenThisPeriod = 0;
+            periodStart = now;
+        }
+    }
+}

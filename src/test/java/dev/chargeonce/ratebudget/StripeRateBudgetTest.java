@@ -1,0 +1,198 @@
+package dev.chargeonce.ratebudget;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chargeonce.testing.TestPostgres;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/**
+ * The shared budget on a real PostgreSQL, with two instances of it standing for two pods: together they never send
+ * more than the rate allows in any one second, a request that cannot wait is told when to come back, background work
+ * keeps its floor and takes no more from a busy foreground, and Stripe's 429 lowers the rate for both.
+ */
+class StripeRateBudgetTest {
+
+    private PGSimpleDataSource database;
+
+    @BeforeEach
+    void freshDatabase() throws Exception {
+        String name = TestPostgres.newDatabase("budget");
+        database = new PGSimpleDataSource();
+        database.setUrl(TestPostgres.jdbcUrl(TestPostgres.port(), name));
+        database.setUser("postgres");
+        database.setPassword("postgres");
+        try (InputStream in = getClass().getResourceAsStream("/db/migration/V1.18.0__stripe_rate_budget.sql");
+             Connection c = database.getConnection(); Statement s = c.createStatement()) {
+            s.execute(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        }
+    }
+
+    @Test
+    void twoInstancesTogetherNeverSendMoreThanTheRateInAnyOneSecond() throws Exception {
+        StripeRateBudget a = budget(20);
+        StripeRateBudget b = budget(20);
+        List<Long> granted = Collections.synchronizedList(new ArrayList<>());
+        AtomicInteger refused = new AtomicInteger();
+        long end = System.nanoTime() + Duration.ofSeconds(4).toNanos();
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int i = 0; i < 32; i++) {
+                StripeRateBudget instance = i % 2 == 0 ? a : b;
+                threads.submit(() -> {
+                    while (System.nanoTime() < end) {
+                        StripeRateBudget.Grant grant = instance.await(Endpoint.PAYMENT_INTENTS_CREATE,
+                                System.nanoTime() + Duration.ofSeconds(2).toNanos());
+                        if (grant.granted()) {
+                            granted.add(System.nanoTime());
+                        } else {
+                            refused.incrementAndGet();
+                        }
+                    }
+                    return null;
+                });
+            }
+        }
+        List<Long> times = new ArrayList<>(granted);
+        Collections.sort(times);
+        int most = mostInAnyWindow(times, Duration.ofSeconds(1).toNanos());
+        // The rate plus the tolerance's burst (100 ms of it), and one for where a window's edge falls.
+        // Each schedule: its rate over the second and the tolerance (a slot may be used up to 100 ms late), plus one
+        // for where a window's edge falls: 16 + 2.4 + 1.6 (the foreground borrowing the idle classes) over 1.1 s, +3.
+        // A thread that records its permit late can only make this look worse than what was sent.
+        assertTrue(most <= 24, "at most the rate in any one second (and its tolerance), was " + most);
+        // Four seconds at 20 a second, the foreground borrowing what the idle classes leave (all of it, less a batch).
+        assertTrue(times.size() >= 70, "the whole rate is used, " + times.size() + " permits in 4 s");
+        assertTrue(refused.get() > 0, "32 senders against 20 a second: some waited past their 2 s");
+    }
+
+    @Test
+    void aRequestThatCannotHaveAPermitInTimeIsToldWhenOneWillBeFree() throws Exception {
+        StripeRateBudget budget = budget(2);
+        assertTrue(budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime()).granted(), "the first is free at once");
+        // The foreground's own schedule is booked now; it borrows the idle classes' permits, one each, then none.
+        StripeRateBudget.Grant refused = null;
+        for (int i = 0; i < 3 && (refused == null || refused.granted()); i++) {
+            refused = budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime());
+        }
+        assertFalse(refused.granted(), "2 a second: the next is 0.6 s away, and this one cannot wait");
+        assertEquals(Duration.ofSeconds(1), refused.retryAfter());
+        Thread.sleep(refused.retryAfter().toMillis());
+        assertTrue(budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime()).granted(), "free after Retry-After");
+
+        StripeRateBudget.Grant waited = budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime() + Duration.ofSeconds(3).toNanos());
+        assertTrue(waited.granted() && waited.waited().toMillis() >= 300, "one that may wait is smoothed: " + waited);
+    }
+
+    @Test
+    void backgroundWorkKeepsItsFloorAndTakesNothingFromABusyForeground() throws Exception {
+        StripeRateBudget budget = budget(10);
+        AtomicInteger foreground = new AtomicInteger();
+        AtomicInteger upkeep = new AtomicInteger();
+        long end = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int i = 0; i < 16; i++) {
+                threads.submit(() -> {
+                    while (System.nanoTime() < end) {
+                        if (budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime() + Duration.ofSeconds(1).toNanos()).granted()) {
+                            foreground.incrementAndGet();
+                        }
+                    }
+                });
+            }
+            threads.submit(() -> TrafficClass.UPKEEP.run(() -> {
+                while (System.nanoTime() < end) {
+                    if (budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime() + Duration.ofSeconds(3).toNanos()).granted()) {
+                        upkeep.incrementAndGet();
+                    }
+                }
+            }));
+        }
+        // Upkeep's floor is 8% of 10 a second: 0.8 a second, 4 in 5 s.
+        assertTrue(upkeep.get() >= 2, "background work never starves: " + upkeep.get());
+        // The foreground's own share is 8 a second: all of it went to the foreground (40 in 5 s, less a batch).
+        assertTrue(foreground.get() >= 36, "nothing is taken from a busy foreground: " + foreground.get());
+
+        // With the foreground idle, upkeep borrows its share too.
+        AtomicInteger alone = new AtomicInteger();
+        long until = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+        TrafficClass.UPKEEP.run(() -> {
+            while (System.nanoTime() < until) {
+                if (budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime() + Duration.ofSeconds(2).toNanos()).granted()) {
+                    alone.incrementAndGet();
+                }
+            }
+        });
+        assertTrue(alone.get() >= 8, "alone, background work uses what the foreground leaves idle: " + alone.get());
+    }
+
+    @Test
+    void stripesTooManyRequestsLowersTheRateForEveryInstanceAndItClimbsBack() throws Exception {
+        StripeRateBudget a = budget(20);
+        StripeRateBudget b = budget(20);
+        a.rateLimited(Endpoint.PAYMENT_INTENTS_CREATE, "endpoint-rate");
+        double lowered = rate(b, TrafficClass.FOREGROUND);
+        assertTrue(lowered >= 7.9 && lowered <= 8.3, "16 a second halved, seen by the other instance: " + lowered);
+        b.rateLimited(Endpoint.PAYMENT_INTENTS_CREATE, "endpoint-rate");
+        assertTrue(rate(a, TrafficClass.FOREGROUND) >= 7.9, "a burst of 429s within the cooldown is one signal");
+        a.rateLimited(Endpoint.PAYMENT_INTENTS_CREATE, "global-concurrency");
+        assertTrue(rate(a, TrafficClass.FOREGROUND) >= 7.9, "a concurrency limit says nothing about the rate");
+        Thread.sleep(1500);
+        assertTrue(rate(a, TrafficClass.FOREGROUND) > lowered + 1, "it climbs back, a permit a second each second");
+    }
+
+    private static double rate(StripeRateBudget budget, TrafficClass trafficClass) {
+        return budget.standings().stream().filter(s -> s.key().endpoint() == Endpoint.PAYMENT_INTENTS_CREATE
+                && s.key().trafficClass() == trafficClass).findFirst().orElseThrow().rate();
+    }
+
+    private static int mostInAnyWindow(List<Long> sorted, long windowNanos) {
+        int most = 0;
+        int start = 0;
+        for (int end = 0; end < sorted.size(); end++) {
+            while (sorted.get(end) - sorted.get(start) >= windowNanos) {
+                start++;
+            }
+            most = Math.max(most, end - start + 1);
+        }
+        return most;
+    }
+
+    private StripeRateBudget budget(double rate) {
+        StripeRateBudget budget = new StripeRateBudget(config(rate), database, new SimpleMeterRegistry(), true);
+        budget.createSchedules();
+        return budget;
+    }
+
+    private static BudgetConfig config(double rate) {
+        return new BudgetConfig() {
+            public boolean enabled() { return true; }
+            public String account() { return "acct_test"; }
+            public Map<String, Double> rates() { return Map.of("payment_intents.create", rate, "refunds.create", rate, "reads", rate); }
+            public Map<String, Double> shares() { return Map.of("foreground", 0.8, "recovery", 0.12, "upkeep", 0.08); }
+            public Duration maxWait() { return Duration.ofSeconds(5); }
+            public Duration tolerance() { return Duration.ofMillis(100); }
+            public Duration batchPeriod() { return Duration.ofMillis(250); }
+            public double decreaseFactor() { return 0.5; }
+            public Duration decreaseCooldown() { return Duration.ofSeconds(5); }
+            public double increasePerSecond() { return 1.0; }
+            public double minimumRate() { return 1.0; }
+        };
+    }
+}
