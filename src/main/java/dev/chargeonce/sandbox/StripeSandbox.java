@@ -68,7 +68,8 @@ public final class StripeSandbox implements AutoCloseable {
     private final SandboxPaymentIntents intents = new SandboxPaymentIntents(answers, faults, webhooks);
     private final SandboxRefunds refunds = new SandboxRefunds(intents, answers, faults, webhooks);
     private final SandboxCustomers customers = new SandboxCustomers();
-    private final SandboxRoutes routes = new SandboxRoutes(intents, refunds, customers, webhooks, faults, answers, this::reset);
+    private final SandboxLimits limits = new SandboxLimits(System::nanoTime);
+    private final SandboxRoutes routes = new SandboxRoutes(intents, refunds, customers, webhooks, faults, answers, limits, this::reset);
     private final SandboxHttp http;
 
     private StripeSandbox(int port) throws IOException {
@@ -80,14 +81,23 @@ public final class StripeSandbox implements AutoCloseable {
         return new StripeSandbox(port);
     }
 
-    /** {@code [port [latency_ms]]}: 12111 and no latency unless told. */
+    /**
+     * {@code [port [latency_ms [limits]]]}: 12111, no latency and no rate limits unless told. {@code limits} (or the
+     * system property {@code sandbox.limits}) as {@code default=25,global=25,concurrency=0,payment_intents.create=25}:
+     * see {@link #limitAtStart}.
+     */
     public static void main(String[] args) throws Exception {
         int port = args.length > 0 ? Integer.parseInt(args[0]) : 12111;
         StripeSandbox sandbox = start(port);
         if (args.length > 1) {
             sandbox.setLatencyMillis(Long.parseLong(args[1]));
         }
-        System.out.println("stripe-sandbox listening on " + sandbox.baseUrl() + " latency_ms=" + sandbox.faults.latencyMillis());
+        String limits = args.length > 2 ? args[2] : System.getProperty("sandbox.limits", "");
+        if (!limits.isBlank()) {
+            sandbox.limitAtStart(limits);
+        }
+        System.out.println("stripe-sandbox listening on " + sandbox.baseUrl() + " latency_ms=" + sandbox.faults.latencyMillis()
+                + " limits=" + sandbox.limits.json());
         Thread.currentThread().join();
     }
 
@@ -135,6 +145,24 @@ public final class StripeSandbox implements AutoCloseable {
 
     public void rateLimitNext(int count) {
         faults.rateLimitNext(count);
+    }
+
+    /**
+     * Stripe's rate limits from now on, and after every reset: {@code default=25,global=25,concurrency=2,
+     * payment_intents.create=25} (0 or absent: no limit), or {@code off=1}. See {@link SandboxLimits}.
+     */
+    public void limitAtStart(String spec) {
+        limits.configureAtStart(spec);
+    }
+
+    /** Stripe's rate limits until the next reset ({@code default=25&global=25&...} or {@code off=1}). */
+    public void limit(String query) {
+        limits.configure(SandboxHttp.parseForm(query));
+    }
+
+    /** What {@code GET /_sandbox/limits} answers: the configuration, and what each endpoint admitted and refused. */
+    public String limitsJson() {
+        return limits.json();
     }
 
     /** Scripts the next create requests, one step each (see the class comment). */
@@ -226,5 +254,6 @@ public final class StripeSandbox implements AutoCloseable {
         faults.clear();
         webhooks.clear();
         refunds.clear();
+        limits.reset();
     }
 }
