@@ -237,6 +237,43 @@ public final class SandboxControl {
         post("/_sandbox/faults?" + query);
     }
 
+    /**
+     * Stripe's rate limits, the whole configuration at once (absent or 0: no limit), e.g.
+     * {@code limit("default=25&global=25&concurrency=4&payment_intents.create=25")}; the records are kept until a reset.
+     * Fault switches ({@link #clearFaults}) leave it on.
+     */
+    public JsonNode limit(String query) {
+        JsonNode answer = post("/_sandbox/limits?" + query);
+        if (!answer.path("on").asBoolean()) {
+            throw new AssertionError("the sandbox refused the limits " + query + ": " + answer);
+        }
+        return answer;
+    }
+
+    /** No rate limits any more (the records are kept until a reset). */
+    public void unlimit() {
+        post("/_sandbox/limits?off=1");
+    }
+
+    /** The limits' configuration and records: {@code endpoints.<name>.admitted / refused.<reason> / max_in_any_second}. */
+    public JsonNode limits() {
+        return get("/_sandbox/limits");
+    }
+
+    /** The most PaymentIntent creates Stripe admitted in any one second while the limits were on. */
+    public int maxCreatesInAnySecond() {
+        return limits().path("endpoints").path("payment_intents.create").path("max_in_any_second").asInt();
+    }
+
+    /** PaymentIntent creates the limits refused (429), whatever the reason. */
+    public long createsRefused() {
+        long refused = 0;
+        for (JsonNode count : limits().path("endpoints").path("payment_intents.create").path("refused")) {
+            refused += count.asLong();
+        }
+        return refused;
+    }
+
     public void clearFaults() {
         faults("latency_ms=0&fail_before=0&fail_after=0&drop_after=0&rate_limit=0&list_empty_has_more=0&list_latency_ms=0&list_rate_limit=0&events_list_latency_ms=0&plan=");
     }
