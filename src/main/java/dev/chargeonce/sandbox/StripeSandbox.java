@@ -30,6 +30,9 @@ import java.util.Map;
  * reaches its outcome). {@code POST dashboard/payment_intents?amount=&currency=&customer=} and {@code POST
  * dashboard/refunds?payment_intent=&amount=} act as Stripe's Dashboard: a payment or a refund without the service's
  * metadata, with the events Stripe makes for them. The fault counters apply to the next N create requests.
+ * {@code POST limits?default=&global=&concurrency=&<endpoint>=} switches on Stripe's rate limits ({@code off=1}: off
+ * again) and {@code GET limits} answers what each endpoint admitted and refused ({@code max_in_any_second}): see
+ * {@link SandboxLimits}; a process takes them at start-up ({@code -Dsandbox.limits=default=25,global=25}).
  *
  * <p>{@code plan} scripts the next create requests one by one, before any counter: a comma-separated list of
  * steps, e.g. {@code plan=slow:3000,edge,ok}. {@code slow:N} executes after N ms whether or not the client
@@ -49,7 +52,8 @@ import java.util.Map;
  * <p>This class starts and stops the sandbox and is what a test in the same JVM switches and observes. The parts:
  * {@link SandboxHttp} (the socket), {@link SandboxRoutes} (which part answers a path), {@link SandboxPaymentIntents},
  * {@link SandboxRefunds}, {@link SandboxCustomers}, {@link SandboxWebhooks} (events), {@link SandboxIdempotency}
- * (the keys' stored answers) and {@link SandboxFaults} (the switches and the plan).
+ * (the keys' stored answers), {@link SandboxFaults} (the switches and the plan) and {@link SandboxLimits} (Stripe's
+ * rate limits).
  */
 public final class StripeSandbox implements AutoCloseable {
 

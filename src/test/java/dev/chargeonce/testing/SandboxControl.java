@@ -55,7 +55,7 @@ public final class SandboxControl {
         return out;
     }
 
-    /** How many refund creates reached Stripe (refused and faulted ones included). */
+    /** How many refund creates reached Stripe (refused and faulted ones included; not those its rate limits refused). */
     public long refundCreateRequests() {
         return get("/_sandbox/refunds/requests").get("create_requests").asLong();
     }
