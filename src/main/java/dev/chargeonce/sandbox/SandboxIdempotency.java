@@ -99,7 +99,7 @@ final class SandboxIdempotency {
         return planned || (!planned && faults.consumeDrop()) ? null : answer;
     }
 
-    /** Create requests received (refused, faulted and replayed ones included). */
+    /** Create requests received (refused, faulted and replayed ones included; not those the rate limits refused before). */
     long createRequests() {
         return createRequests.get();
     }

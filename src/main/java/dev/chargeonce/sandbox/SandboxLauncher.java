@@ -6,6 +6,7 @@ import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.io.IOException;
+import java.util.Optional;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
@@ -21,17 +22,22 @@ public class SandboxLauncher {
 
     private final boolean enabled;
     private final int port;
+    /** Stripe's rate limits, as {@code StripeSandbox}'s {@code sandbox.limits} ({@code default=25,global=25}); none if absent. */
+    private final Optional<String> limits;
     private StripeSandbox sandbox;
 
     SandboxLauncher(@ConfigProperty(name = "chargeonce.sandbox.enabled", defaultValue = "false") boolean enabled,
-                    @ConfigProperty(name = "chargeonce.sandbox.port", defaultValue = "12111") int port) {
+                    @ConfigProperty(name = "chargeonce.sandbox.port", defaultValue = "12111") int port,
+                    @ConfigProperty(name = "chargeonce.sandbox.limits") Optional<String> limits) {
         this.enabled = enabled;
         this.port = port;
+        this.limits = limits;
     }
 
     void start(@Observes StartupEvent event) throws IOException {
         if (enabled) {
             sandbox = StripeSandbox.start(port);
+            limits.filter(spec -> !spec.isBlank()).ifPresent(sandbox::limitAtStart);
             LOG.infof("Stripe sandbox listening on %s (control plane: %s/_sandbox/stats)", sandbox.baseUrl(), sandbox.baseUrl());
         }
     }

@@ -22,19 +22,46 @@ final class SandboxRoutes {
     private final SandboxWebhooks webhooks;
     private final SandboxFaults faults;
     private final SandboxIdempotency answers;
+    private final SandboxLimits limits;
     /** {@code POST /_sandbox/reset}: the whole sandbox, as {@link StripeSandbox#reset}. */
     private final Runnable reset;
     private final AtomicLong apiRequests = new AtomicLong();
 
     SandboxRoutes(SandboxPaymentIntents intents, SandboxRefunds refunds, SandboxCustomers customers, SandboxWebhooks webhooks,
-                  SandboxFaults faults, SandboxIdempotency answers, Runnable reset) {
+                  SandboxFaults faults, SandboxIdempotency answers, SandboxLimits limits, Runnable reset) {
         this.intents = intents;
         this.refunds = refunds;
         this.customers = customers;
         this.webhooks = webhooks;
         this.faults = faults;
         this.answers = answers;
+        this.limits = limits;
         this.reset = reset;
+    }
+
+    /** The endpoints the sandbox serves, by Stripe's names: what a rate limit counts (see {@link SandboxLimits}). */
+    static final List<String> ENDPOINTS = List.of("payment_intents.create", "payment_intents.list", "payment_intents.retrieve",
+            "payment_intents.cancel", "refunds.create", "refunds.list", "refunds.retrieve", "refunds.cancel",
+            "customers.create", "customers.retrieve", "events.list");
+
+    /**
+     * The endpoint an API request is for ({@code POST /v1/payment_intents}: {@code payment_intents.create}; {@code GET
+     * /v1/payment_intents/{id}}: {@code payment_intents.retrieve}, whichever the id), {@code other} for what the
+     * sandbox does not serve.
+     */
+    static String endpoint(String method, String path) {
+        String[] parts = path.split("/");
+        if (parts.length < 3 || !parts[1].equals("v1")) {
+            return "other";
+        }
+        String action = switch (parts.length) {
+            case 3 -> method.equals("POST") ? "create" : method.equals("GET") ? "list" : "";
+            case 4 -> method.equals("GET") ? "retrieve" : "";
+            case 5 -> method.equals("POST") ? parts[4] : "";
+            default -> "";
+        };
+        String endpoint = parts[2] + "." + action;
+        return ENDPOINTS.contains(endpoint) ? endpoint : "other";
     }
 
     /** Requests to Stripe's API (not the control plane), since the start or the last reset. */
@@ -58,6 +85,11 @@ final class SandboxRoutes {
         if (!headers.getOrDefault("Authorization", "").startsWith("Bearer sk_")) {
             return Response.json(401, error("invalid_request_error", null, "Invalid API Key provided.", null));
         }
+        return limits.apply(endpoint(method, path), () -> api(method, path, query, headers, body));
+    }
+
+    /** A request to Stripe's API that its rate limits admitted. */
+    private Response api(String method, String path, Map<String, String> query, Map<String, String> headers, String body) {
         if (method.equals("POST") && path.equals("/v1/payment_intents")) {
             Map<String, String> form = SandboxHttp.parseForm(body);
             if (headers.containsKey("Sandbox-Created")) {
@@ -158,6 +190,13 @@ final class SandboxRoutes {
             case "/_sandbox/reset" -> {
                 reset.run();
                 return Response.json(200, "{\"reset\":true}");
+            }
+            case "/_sandbox/limits" -> {
+                try {
+                    return Response.json(200, method.equals("POST") ? limits.configure(query) : limits.json());
+                } catch (IllegalArgumentException e) {
+                    return Response.json(400, error("invalid_request_error", null, e.getMessage(), null));
+                }
             }
             case "/_sandbox/faults" -> {
                 return Response.json(200, faults.configure(query));

@@ -30,6 +30,9 @@ import java.util.Map;
  * reaches its outcome). {@code POST dashboard/payment_intents?amount=&currency=&customer=} and {@code POST
  * dashboard/refunds?payment_intent=&amount=} act as Stripe's Dashboard: a payment or a refund without the service's
  * metadata, with the events Stripe makes for them. The fault counters apply to the next N create requests.
+ * {@code POST limits?default=&global=&concurrency=&<endpoint>=} switches on Stripe's rate limits ({@code off=1}: off
+ * again) and {@code GET limits} answers what each endpoint admitted and refused ({@code max_in_any_second}): see
+ * {@link SandboxLimits}; a process takes them at start-up ({@code -Dsandbox.limits=default=25,global=25}).
  *
  * <p>{@code plan} scripts the next create requests one by one, before any counter: a comma-separated list of
  * steps, e.g. {@code plan=slow:3000,edge,ok}. {@code slow:N} executes after N ms whether or not the client
@@ -49,7 +52,8 @@ import java.util.Map;
  * <p>This class starts and stops the sandbox and is what a test in the same JVM switches and observes. The parts:
  * {@link SandboxHttp} (the socket), {@link SandboxRoutes} (which part answers a path), {@link SandboxPaymentIntents},
  * {@link SandboxRefunds}, {@link SandboxCustomers}, {@link SandboxWebhooks} (events), {@link SandboxIdempotency}
- * (the keys' stored answers) and {@link SandboxFaults} (the switches and the plan).
+ * (the keys' stored answers), {@link SandboxFaults} (the switches and the plan) and {@link SandboxLimits} (Stripe's
+ * rate limits).
  */
 public final class StripeSandbox implements AutoCloseable {
 
@@ -68,7 +72,8 @@ public final class StripeSandbox implements AutoCloseable {
     private final SandboxPaymentIntents intents = new SandboxPaymentIntents(answers, faults, webhooks);
     private final SandboxRefunds refunds = new SandboxRefunds(intents, answers, faults, webhooks);
     private final SandboxCustomers customers = new SandboxCustomers();
-    private final SandboxRoutes routes = new SandboxRoutes(intents, refunds, customers, webhooks, faults, answers, this::reset);
+    private final SandboxLimits limits = new SandboxLimits(System::nanoTime);
+    private final SandboxRoutes routes = new SandboxRoutes(intents, refunds, customers, webhooks, faults, answers, limits, this::reset);
     private final SandboxHttp http;
 
     private StripeSandbox(int port) throws IOException {
@@ -80,14 +85,23 @@ public final class StripeSandbox implements AutoCloseable {
         return new StripeSandbox(port);
     }
 
-    /** {@code [port [latency_ms]]}: 12111 and no latency unless told. */
+    /**
+     * {@code [port [latency_ms [limits]]]}: 12111, no latency and no rate limits unless told. {@code limits} (or the
+     * system property {@code sandbox.limits}) as {@code default=25,global=25,concurrency=0,payment_intents.create=25}:
+     * see {@link #limitAtStart}.
+     */
     public static void main(String[] args) throws Exception {
         int port = args.length > 0 ? Integer.parseInt(args[0]) : 12111;
         StripeSandbox sandbox = start(port);
         if (args.length > 1) {
             sandbox.setLatencyMillis(Long.parseLong(args[1]));
         }
-        System.out.println("stripe-sandbox listening on " + sandbox.baseUrl() + " latency_ms=" + sandbox.faults.latencyMillis());
+        String limits = args.length > 2 ? args[2] : System.getProperty("sandbox.limits", "");
+        if (!limits.isBlank()) {
+            sandbox.limitAtStart(limits);
+        }
+        System.out.println("stripe-sandbox listening on " + sandbox.baseUrl() + " latency_ms=" + sandbox.faults.latencyMillis()
+                + " limits=" + sandbox.limits.json());
         Thread.currentThread().join();
     }
 
@@ -135,6 +149,24 @@ public final class StripeSandbox implements AutoCloseable {
 
     public void rateLimitNext(int count) {
         faults.rateLimitNext(count);
+    }
+
+    /**
+     * Stripe's rate limits from now on, and after every reset: {@code default=25,global=25,concurrency=2,
+     * payment_intents.create=25} (0 or absent: no limit), or {@code off=1}. See {@link SandboxLimits}.
+     */
+    public void limitAtStart(String spec) {
+        limits.configureAtStart(spec);
+    }
+
+    /** Stripe's rate limits until the next reset ({@code default=25&global=25&...} or {@code off=1}). */
+    public void limit(String query) {
+        limits.configure(SandboxHttp.parseForm(query));
+    }
+
+    /** What {@code GET /_sandbox/limits} answers: the configuration, and what each endpoint admitted and refused. */
+    public String limitsJson() {
+        return limits.json();
     }
 
     /** Scripts the next create requests, one step each (see the class comment). */
@@ -226,5 +258,6 @@ public final class StripeSandbox implements AutoCloseable {
         faults.clear();
         webhooks.clear();
         refunds.clear();
+        limits.reset();
     }
 }

@@ -55,7 +55,7 @@ public final class SandboxControl {
         return out;
     }
 
-    /** How many refund creates reached Stripe (refused and faulted ones included). */
+    /** How many refund creates reached Stripe (refused and faulted ones included; not those its rate limits refused). */
     public long refundCreateRequests() {
         return get("/_sandbox/refunds/requests").get("create_requests").asLong();
     }
@@ -235,6 +235,43 @@ public final class SandboxControl {
     /** Sets fault switches, e.g. {@code faults("fail_before=1")} or {@code faults("latency_ms=3000")}. */
     public void faults(String query) {
         post("/_sandbox/faults?" + query);
+    }
+
+    /**
+     * Stripe's rate limits, the whole configuration at once (absent or 0: no limit), e.g.
+     * {@code limit("default=25&global=25&concurrency=4&payment_intents.create=25")}; the records are kept until a reset.
+     * Fault switches ({@link #clearFaults}) leave it on.
+     */
+    public JsonNode limit(String query) {
+        JsonNode answer = post("/_sandbox/limits?" + query);
+        if (!answer.path("on").asBoolean()) {
+            throw new AssertionError("the sandbox refused the limits " + query + ": " + answer);
+        }
+        return answer;
+    }
+
+    /** No rate limits any more (the records are kept until a reset). */
+    public void unlimit() {
+        post("/_sandbox/limits?off=1");
+    }
+
+    /** The limits' configuration and records: {@code endpoints.<name>.admitted / refused.<reason> / max_in_any_second}. */
+    public JsonNode limits() {
+        return get("/_sandbox/limits");
+    }
+
+    /** The most PaymentIntent creates Stripe admitted in any one second while the limits were on. */
+    public int maxCreatesInAnySecond() {
+        return limits().path("endpoints").path("payment_intents.create").path("max_in_any_second").asInt();
+    }
+
+    /** PaymentIntent creates the limits refused (429), whatever the reason. */
+    public long createsRefused() {
+        long refused = 0;
+        for (JsonNode count : limits().path("endpoints").path("payment_intents.create").path("refused")) {
+            refused += count.asLong();
+        }
+        return refused;
     }
 
     public void clearFaults() {
