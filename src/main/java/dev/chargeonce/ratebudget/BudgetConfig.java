@@ -43,7 +43,7 @@ public interface BudgetConfig {
      * How late after its slot a permit may still be used, and how long a booked permit is kept for a request of
      * this instance: the burst Stripe may see above the rate in any second is the rate times this.
      */
-    @WithDefault("100ms")
+    @WithDefault("50ms")
     Duration tolerance();
 
     /** How far ahead an instance books permits when its own demand is steady: one statement per this much demand. */

@@ -264,7 +264,7 @@ public class StripeRateBudget {
     }
 
     private Counter rateLimitedCounter(Endpoint endpoint, String reason) {
-        return metrics.counter("chargeonce.stripe.rate_limited", "endpoint", endpoint.id(), "reason", reason);
+        return metrics.counter("chargeonce.stripe.rate.limited", "endpoint", endpoint.id(), "reason", reason);
     }
 
     private Timer waitTimer(Schedule.Key key) {

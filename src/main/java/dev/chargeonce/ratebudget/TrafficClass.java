@@ -7,7 +7,7 @@ import java.util.function.Supplier;
  * rate (its floor: background work never starves) and borrows, without waiting, what the others leave idle; only
  * {@link #FOREGROUND} waits in line for its own share (a client is waiting for it).
  *
- * <p>The class of the running code is set by the worker that runs it ({@link #run}); a client's request needs
+ * <p>The class of the running code is set by the worker that runs it ({@link #run}, {@link #call}); a client's request needs
  * nothing: {@link #FOREGROUND} is what runs outside any worker.
  */
 public enum TrafficClass {
@@ -37,7 +37,7 @@ public enum TrafficClass {
     }
 
     /** Runs {@code work} as this class's traffic (its Stripe requests take this class's permits). */
-    public <T> T run(Supplier<T> work) {
+    public <T> T call(Supplier<T> work) {
         TrafficClass before = CURRENT.get();
         CURRENT.set(this);
         try {
@@ -51,9 +51,9 @@ public enum TrafficClass {
         }
     }
 
-    /** As {@link #run(Supplier)}, for work without a result. */
+    /** As {@link #call(Supplier)}, for work without a result. */
     public void run(Runnable work) {
-        run(() -> {
+        call(() -> {
             work.run();
             return null;
         });

@@ -1,5 +1,6 @@
 package dev.chargeonce.reconcile;
 
+import dev.chargeonce.ratebudget.TrafficClass;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.OperatorRows;
 import dev.chargeonce.idempotency.IntentStatus;
@@ -111,7 +112,7 @@ public class ReconciliationJob {
             return;
         }
         try {
-            pass();
+            TrafficClass.UPKEEP.call(this::pass);
         } catch (DatabaseUnavailableException | StripeGateway.LookupFailedException e) {
             LOG.warnf("reconciliation pass ended early: %s", e.getMessage());
         }
@@ -127,7 +128,7 @@ public class ReconciliationJob {
         long deadline = System.nanoTime() + config.interval().toNanos();
         while (System.nanoTime() < deadline) {
             try {
-                pass();
+                TrafficClass.UPKEEP.call(this::pass);
                 Optional<ReconciliationStore.Run> run = store.findRun(runId);
                 if (run.isEmpty() || !OPEN.contains(run.get().status())) {
                     return;

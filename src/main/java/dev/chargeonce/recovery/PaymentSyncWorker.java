@@ -1,5 +1,6 @@
 package dev.chargeonce.recovery;
 
+import dev.chargeonce.ratebudget.TrafficClass;
 import dev.chargeonce.operation.Admission;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.IdempotencyConfig;
@@ -63,7 +64,9 @@ public class PaymentSyncWorker {
             return;
         }
         try {
-            syncOnce();
+            TrafficClass.RECOVERY.run(() -> {
+                syncOnce();
+            });
         } catch (DatabaseUnavailableException e) {
             LOG.warnf("payment sync pass skipped: %s", e.getMessage());
         }

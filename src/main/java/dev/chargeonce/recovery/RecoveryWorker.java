@@ -1,5 +1,6 @@
 package dev.chargeonce.recovery;
 
+import dev.chargeonce.ratebudget.TrafficClass;
 import dev.chargeonce.operation.Admission;
 import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
@@ -51,7 +52,9 @@ public class RecoveryWorker {
             return;
         }
         try {
-            recoverOnce();
+            TrafficClass.RECOVERY.run(() -> {
+                recoverOnce();
+            });
         } catch (DatabaseUnavailableException e) {
             LOG.warnf("recovery pass skipped: %s", e.getMessage());
         }

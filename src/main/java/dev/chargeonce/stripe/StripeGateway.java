@@ -125,12 +125,14 @@ public class StripeGateway {
     private final StripeLookups lookups;
     private final StripeRecords records;
 
-    StripeGateway(StripeApi api, StripeClients clients, StripeConfig config, MeterRegistry metrics) {
+    StripeGateway(StripeApi api, StripeClients clients, StripeConfig config, MeterRegistry metrics,
+                  dev.chargeonce.ratebudget.StripeRateBudget budget) {
         this.config = config;
         this.creates = new StripeCreates(api, metrics);
         this.circuits = new StripeCircuits(metrics);
-        this.lookups = new StripeLookups(clients, config, metrics);
-        this.records = new StripeRecords(clients);
+        ReadPermits reads = new ReadPermits(clients, budget);
+        this.lookups = new StripeLookups(reads, config, metrics);
+        this.records = new StripeRecords(reads);
     }
 
     public StripeConfig config() {

@@ -35,13 +35,13 @@ final class StripeLookups {
     /** The gateway's category: these lines are the gateway's, wherever the code that writes them lives. */
     private static final Logger LOG = Logger.getLogger(StripeGateway.class);
 
-    private final StripeClients clients;
+    private final ReadPermits reads;
     private final StripeConfig config;
     private final Counter duplicatePaymentIntents;
     private final Counter duplicateRefunds;
 
-    StripeLookups(StripeClients clients, StripeConfig config, MeterRegistry metrics) {
-        this.clients = clients;
+    StripeLookups(ReadPermits reads, StripeConfig config, MeterRegistry metrics) {
+        this.reads = reads;
         this.config = config;
         // Registered up front so that the first finding is an increase from 0 that alerts can see.
         this.duplicatePaymentIntents = metrics.counter("chargeonce.reconciliation.findings", "finding", "duplicate_payment_intents");
@@ -67,7 +67,7 @@ final class StripeLookups {
             if (startingAfter != null) {
                 params.setStartingAfter(startingAfter);
             }
-            return clients.client().v1().paymentIntents().list(params.build());
+            return reads.client().v1().paymentIntents().list(params.build());
         }, pi -> pi.getMetadata() != null && (identity.equals(pi.getMetadata().get(PaymentOrder.KEY))
                 || (legacyChargeId != null && legacyChargeId.equals(pi.getMetadata().get(PaymentOrder.LEGACY_CHARGE_ID)))),
                 PaymentIntent::getId);
@@ -87,7 +87,7 @@ final class StripeLookups {
             if (startingAfter != null) {
                 params.setStartingAfter(startingAfter);
             }
-            return clients.client().v1().refunds().list(params.build());
+            return reads.client().v1().refunds().list(params.build());
         }, refund -> refund.getMetadata() != null && identity.equals(refund.getMetadata().get(PaymentOrder.KEY)),
                 Refund::getId);
         return pick("refund", identity, matches, Refund::getStatus, duplicateRefunds).map(StripeOutcomes::ofRefund);
@@ -104,7 +104,7 @@ final class StripeLookups {
      * does not advance, is an error, not the end; more than {@code maxPages} pages is {@link LookupTooLargeException}.
      * Listing is strongly consistent at Stripe (search is not), so an empty result read to the end proves absence.
      */
-    private static <T extends HasId> List<T> listToTheEnd(String what, int maxPages, BooleanSupplier stillHolding,
+    private <T extends HasId> List<T> listToTheEnd(String what, int maxPages, BooleanSupplier stillHolding,
                                                           PageRead<T> pages, Predicate<T> matching, Function<T, String> id) {
         List<T> matches = new ArrayList<>(1);
         String startingAfter = null;
@@ -129,6 +129,7 @@ final class StripeLookups {
                 startingAfter = last;
             }
         } catch (StripeException e) {
+            reads.failed(e);
             throw new LookupFailedException("listing " + what + " failed: " + e.getMessage(), e);
         }
         throw new LookupTooLargeException("more than " + maxPages + " pages of " + what + " in the window");
@@ -153,8 +154,9 @@ final class StripeLookups {
     /** See {@link StripeGateway#retrievePaymentIntent}. */
     PaymentIntent retrievePaymentIntent(String paymentIntentId) {
         try {
-            return clients.client().v1().paymentIntents().retrieve(paymentIntentId);
+            return reads.client().v1().paymentIntents().retrieve(paymentIntentId);
         } catch (StripeException e) {
+            reads.failed(e);
             throw new LookupFailedException("retrieving " + paymentIntentId + " failed: " + e.getMessage(), e);
         }
     }
@@ -162,8 +164,9 @@ final class StripeLookups {
     /** See {@link StripeGateway#retrieveRefund}. */
     Refund retrieveRefund(String refundId) {
         try {
-            return clients.client().v1().refunds().retrieve(refundId);
+            return reads.client().v1().refunds().retrieve(refundId);
         } catch (StripeException e) {
+            reads.failed(e);
             throw new LookupFailedException("retrieving " + refundId + " failed: " + e.getMessage(), e);
         }
     }
@@ -171,7 +174,7 @@ final class StripeLookups {
     /** See {@link StripeGateway#cancel}. */
     PaymentIntent cancel(String paymentIntentId) {
         try {
-            return (clients.client().v1().paymentIntents().cancel(paymentIntentId,
+            return (reads.client().v1().paymentIntents().cancel(paymentIntentId,
                     PaymentIntentCancelParams.builder()
                             .setCancellationReason(PaymentIntentCancelParams.CancellationReason.ABANDONED)
                             .build(),
@@ -179,6 +182,7 @@ final class StripeLookups {
         } catch (InvalidRequestException e) {
             return retrievePaymentIntent(paymentIntentId);
         } catch (StripeException e) {
+            reads.failed(e);
             throw new LookupFailedException("canceling " + paymentIntentId + " failed: " + e.getMessage(), e);
         }
     }
@@ -186,7 +190,7 @@ final class StripeLookups {
     /** See {@link StripeGateway#customerClient}. */
     Optional<String> customerClient(String customerId) {
         try {
-            Customer customer = clients.client().v1().customers().retrieve(customerId);
+            Customer customer = reads.client().v1().customers().retrieve(customerId);
             return Optional.ofNullable(customer.getMetadata() == null ? null : customer.getMetadata().get("chargeonce_client_id"));
         } catch (InvalidRequestException e) {
             if (e.getStatusCode() != null && e.getStatusCode() == 404) {
@@ -194,6 +198,7 @@ final class StripeLookups {
             }
             throw new LookupFailedException("retrieving customer " + customerId + " failed: " + e.getMessage(), e);
         } catch (StripeException e) {
+            reads.failed(e);
             throw new LookupFailedException("retrieving customer " + customerId + " failed: " + e.getMessage(), e);
         }
     }

@@ -30,10 +30,10 @@ import java.util.Optional;
  */
 final class StripeRecords {
 
-    private final StripeClients clients;
+    private final ReadPermits reads;
 
-    StripeRecords(StripeClients clients) {
-        this.clients = clients;
+    StripeRecords(ReadPermits reads) {
+        this.reads = reads;
     }
 
     /** See {@link StripeGateway#listPaymentIntents}. */
@@ -45,7 +45,7 @@ final class StripeRecords {
             if (startingAfter != null) {
                 params.setStartingAfter(startingAfter);
             }
-            StripeCollection<PaymentIntent> list = clients.client().v1().paymentIntents().list(params.build());
+            StripeCollection<PaymentIntent> list = reads.client().v1().paymentIntents().list(params.build());
             List<PaymentIntent> data = list.getData() == null ? List.of() : list.getData();
             return new RecordPage(data.stream().map(StripeRecords::record).toList(),
                     data.isEmpty() ? startingAfter : data.get(data.size() - 1).getId(), Boolean.TRUE.equals(list.getHasMore()));
@@ -64,7 +64,7 @@ final class StripeRecords {
             if (startingAfter != null) {
                 params.setStartingAfter(startingAfter);
             }
-            StripeCollection<Refund> list = clients.client().v1().refunds().list(params.build());
+            StripeCollection<Refund> list = reads.client().v1().refunds().list(params.build());
             List<Refund> data = list.getData() == null ? List.of() : list.getData();
             return new RecordPage(data.stream().map(StripeRecords::record).toList(),
                     data.isEmpty() ? startingAfter : data.get(data.size() - 1).getId(), Boolean.TRUE.equals(list.getHasMore()));
@@ -73,12 +73,12 @@ final class StripeRecords {
 
     /** See {@link StripeGateway#paymentIntentRecord}. */
     Optional<StripeRecord> paymentIntentRecord(String id) {
-        return retrieved("PaymentIntent " + id, () -> record(clients.client().v1().paymentIntents().retrieve(id)));
+        return retrieved("PaymentIntent " + id, () -> record(reads.client().v1().paymentIntents().retrieve(id)));
     }
 
     /** See {@link StripeGateway#refundRecord}. */
     Optional<StripeRecord> refundRecord(String id) {
-        return retrieved("refund " + id, () -> record(clients.client().v1().refunds().retrieve(id)));
+        return retrieved("refund " + id, () -> record(reads.client().v1().refunds().retrieve(id)));
     }
 
     /** See {@link StripeGateway#listEvents}. */
@@ -104,7 +104,7 @@ final class StripeRecords {
             if (query.endingBefore() != null) {
                 params.setEndingBefore(query.endingBefore());
             }
-            StripeCollection<Event> page = clients.client().v1().events().list(params.build());
+            StripeCollection<Event> page = reads.client().v1().events().list(params.build());
             List<ListedEvent> events = new ArrayList<>();
             for (Event event : page.getData() == null ? List.<Event>of() : page.getData()) {
                 events.add(new ListedEvent(event.getId(), event.getType(), event.getCreated() == null ? 0 : event.getCreated(),
@@ -121,6 +121,7 @@ final class StripeRecords {
             }
             throw new LookupFailedException("listing events failed: " + e.getMessage(), e);
         } catch (RateLimitException e) {
+            reads.failed(e);
             throw new RateLimitedException("Stripe rate-limited the list of events", e);
         } catch (StripeException e) {
             throw new LookupFailedException("listing events failed: " + e.getMessage(), e);
@@ -132,17 +133,18 @@ final class StripeRecords {
         T read() throws StripeException;
     }
 
-    private static RecordPage page(String what, Read<RecordPage> read) {
+    private RecordPage page(String what, Read<RecordPage> read) {
         try {
             return read.read();
         } catch (RateLimitException e) {
+            reads.failed(e);
             throw new RateLimitedException("Stripe rate-limited the list of " + what, e);
         } catch (StripeException e) {
             throw new LookupFailedException("listing " + what + " failed: " + e.getMessage(), e);
         }
     }
 
-    private static Optional<StripeRecord> retrieved(String what, Read<StripeRecord> read) {
+    private Optional<StripeRecord> retrieved(String what, Read<StripeRecord> read) {
         try {
             return Optional.of(read.read());
         } catch (InvalidRequestException e) {
@@ -151,6 +153,7 @@ final class StripeRecords {
             }
             throw new LookupFailedException("retrieving " + what + " failed: " + e.getMessage(), e);
         } catch (RateLimitException e) {
+            reads.failed(e);
             throw new RateLimitedException("Stripe rate-limited retrieving " + what, e);
         } catch (StripeException e) {
             throw new LookupFailedException("retrieving " + what + " failed: " + e.getMessage(), e);

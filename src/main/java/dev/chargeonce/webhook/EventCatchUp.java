@@ -1,5 +1,6 @@
 package dev.chargeonce.webhook;
 
+import dev.chargeonce.ratebudget.TrafficClass;
 import dev.chargeonce.idempotency.DatabaseRefusedException;
 import dev.chargeonce.idempotency.DatabaseUnavailableException;
 import dev.chargeonce.idempotency.Operation;
@@ -118,7 +119,7 @@ public class EventCatchUp {
         if (!config.catchUpEnabled()) {
             return;
         }
-        run(holder, Limits.of(config));
+        TrafficClass.UPKEEP.run(() -> run(holder, Limits.of(config)));
         try {
             int deleted;
             do {

@@ -82,13 +82,30 @@ class StripeUnknownOutcomeTest {
     }
 
     @Test
-    void rateLimitedByStripeIsNotChargedAndTheNextRetryProceedsAtOnce() {
+    void rateLimitedByStripeIsSentAgainByTheServiceWithinTheRequestsWait() {
         String key = UUID.randomUUID().toString();
+        long before = stripe.createRequests();
         stripe.faults("rate_limit=1");
-        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503)
-                .body("error.code", equalTo("stripe_unavailable"));
+        // Stripe's 429 is never executed: the service sends the same key again once its budget allows.
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201);
+        assertEquals(1, stripe.intentsFor(ACME, key).size());
+        assertEquals(2, stripe.createRequests() - before, "the refused create and the one sent again");
+    }
+
+    @Test
+    void rateLimitedByStripeForLongerThanTheWaitIsNotChargedAndTheNextRetryProceedsAtOnce() {
+        String key = UUID.randomUUID().toString();
+        stripe.faults("rate_limit=100000");
+        try {
+            ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503)
+                    .header("Retry-After", org.hamcrest.Matchers.notNullValue())
+                    .body("error.code", equalTo("stripe_rate_limited"))
+                    .body("error.message", org.hamcrest.Matchers.containsString("nothing was charged"));
+        } finally {
+            stripe.clearFaults();
+        }
         // The lease was released because Stripe provably did not execute: no 409, no waiting for the lease.
-        String chargeId = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201).extract().path("id");
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(201);
         assertEquals(1, stripe.intentsFor(ACME, key).size());
     }
 }
