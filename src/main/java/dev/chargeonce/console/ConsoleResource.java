@@ -1,5 +1,6 @@
 package dev.chargeonce.console;
 
+import dev.chargeonce.ratebudget.StripeRateBudget;
 import dev.chargeonce.auth.OperatorFilter;
 import dev.chargeonce.idempotency.Operation;
 import dev.chargeonce.reconcile.OperatorActions;
@@ -43,9 +44,12 @@ public class ConsoleResource {
     private final FormTokens tokens;
     private final ConsolePages pages;
     private final PaymentSearch search;
+    private final StripeRateBudget budget;
 
-    ConsoleResource(RowStories stories, OperatorActions actions, FormTokens tokens, ConsolePages pages, PaymentSearch search) {
+    ConsoleResource(RowStories stories, OperatorActions actions, FormTokens tokens, ConsolePages pages, PaymentSearch search,
+                    StripeRateBudget budget) {
         this.search = search;
+        this.budget = budget;
         this.stories = stories;
         this.actions = actions;
         this.tokens = tokens;
@@ -71,6 +75,8 @@ public class ConsoleResource {
         data.put("actions", stories.recentActions(20));
         data.put("resolved", stories.resolvedFindings(20));
         data.put("clients", search.clients());
+        data.put("budget", budget.standings());
+        data.put("budgetOn", budget.enabled());
         data.put("q", "");
         data.put("client", "");
         banner(data, message);

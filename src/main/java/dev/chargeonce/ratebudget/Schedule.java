@@ -26,10 +26,6 @@ final class Schedule {
     record Booking(boolean granted, long aheadMicros, long intervalMicros, double rate) {
     }
 
-    /** One schedule as it stands, for the console and the metrics. */
-    record Standing(Key key, double configuredRate, double rate, long bookedAheadMicros) {
-    }
-
     private static final String ENSURE = """
             INSERT INTO stripe_rate_budget (account, endpoint, traffic_class, configured_rate) VALUES (?, ?, ?, ?)
             ON CONFLICT (account, endpoint, traffic_class) DO UPDATE SET configured_rate = excluded.configured_rate
@@ -151,7 +147,7 @@ final class Schedule {
                     Endpoint endpoint = Endpoint.byId(rs.getString(1));
                     TrafficClass trafficClass = TrafficClass.byId(rs.getString(2));
                     if (endpoint != null && trafficClass != null) {
-                        all.add(new Standing(new Key(account, endpoint, trafficClass), rs.getDouble(3), rs.getDouble(4), rs.getLong(5)));
+                        all.add(new Standing(endpoint.id(), trafficClass.id(), rs.getDouble(3), rs.getDouble(4), rs.getLong(5) / 1e6));
                     }
                 }
             }

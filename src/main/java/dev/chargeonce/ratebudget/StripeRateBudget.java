@@ -259,7 +259,7 @@ public class StripeRateBudget {
     }
 
     /** Every schedule of the account as it stands now (the console shows them). */
-    public List<Schedule.Standing> standings() {
+    public List<Standing> standings() {
         return enabled ? schedule.standings(config.account()) : List.of();
     }
 

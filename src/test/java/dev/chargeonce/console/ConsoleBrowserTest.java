@@ -116,6 +116,9 @@ class ConsoleBrowserTest {
         String base = "http://ops:ops-test-password@" + root.getHost() + ":" + root.getPort();
         browser.get(base + "/console");
         assertEquals("chargeonce · operator console", browser.getTitle());
+        // The shared Stripe rate budget, each endpoint and class with its rate (the test profile's: 5000 a second).
+        WebElement budget = browser.findElement(By.cssSelector("#budget tr.budget[data-endpoint='payment_intents.create'][data-class='foreground']"));
+        assertTrue(budget.getText().contains("4000.0"), budget.getText());
         assertEquals("ops", browser.findElement(By.id("operator")).getText());
         // Styled by the console's stylesheet, which the page's Content-Security-Policy lets in (an inline one it refuses).
         assertEquals("rgba(244, 244, 244, 1)", browser.findElement(By.cssSelector("th")).getCssValue("background-color"));

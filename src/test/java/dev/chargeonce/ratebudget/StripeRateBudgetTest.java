@@ -158,8 +158,8 @@ class StripeRateBudgetTest {
     }
 
     private static double rate(StripeRateBudget budget, TrafficClass trafficClass) {
-        return budget.standings().stream().filter(s -> s.key().endpoint() == Endpoint.PAYMENT_INTENTS_CREATE
-                && s.key().trafficClass() == trafficClass).findFirst().orElseThrow().rate();
+        return budget.standings().stream().filter(s -> s.endpoint().equals(Endpoint.PAYMENT_INTENTS_CREATE.id())
+                && s.trafficClass().equals(trafficClass.id())).findFirst().orElseThrow().rate();
     }
 
     private static int mostInAnyWindow(List<Long> sorted, long windowNanos) {
