@@ -49,6 +49,8 @@ final class Audit {
     long eventsNeverRecorded, refundEventsNeverRecorded, unfollowedEventsNeverRecorded, unknownOfKnownCharge, unknownWhileRowLost, unknownOfNoRow;
     /** The event catch-up: passes stopped on their page budget; its place's lag, the most and the last seen (s). */
     long catchUpBudgetStops = -1;
+    /** With --stripe-rate-limit: creates and refunds Stripe admitted and refused (429), and the most in one second. */
+    long limitedAdmitted = -1, limitedRefused = -1, limitedMostInASecond = -1;
     double catchUpMaxLag = -1, catchUpLastLag = -1;
     long statesCompared, stateMismatches, statesBackwards, stateReads, stateReadsOk, stateReadsNotFound;
     final Map<String, Long> finalStates = new TreeMap<>();
@@ -187,6 +189,25 @@ final class Audit {
             a.catchUpLastLag = run.catchUp.lastLagSeconds();
         }
         long t0 = run.faults.t0;
+        if (StripeStandIn.rateLimit() > 0) {
+            Map<?, ?> endpoints = (Map<?, ?>) ((Map<?, ?>) Json.parse(run.stripe.get("/_sandbox/limits"))).get("endpoints");
+            a.limitedAdmitted = 0;
+            a.limitedRefused = 0;
+            a.limitedMostInASecond = 0;
+            for (String endpoint : List.of("payment_intents.create", "refunds.create")) {
+                Map<?, ?> e = endpoints == null ? null : (Map<?, ?>) endpoints.get(endpoint);
+                if (e == null) {
+                    continue;
+                }
+                a.limitedAdmitted += ((Number) e.get("admitted")).longValue();
+                if (e.get("refused") instanceof Map<?, ?> refused) {
+                    for (Object count : refused.values()) {
+                        a.limitedRefused += ((Number) count).longValue();
+                    }
+                }
+                a.limitedMostInASecond = Math.max(a.limitedMostInASecond, ((Number) e.get("max_in_any_second")).longValue());
+            }
+        }
 
         // Stripe's side: every PaymentIntent, with the identity of (client, key) the service wrote
         // (chargeonce_key) and the payment the client wrote (chaos_payment).

@@ -102,6 +102,12 @@ final class Instance {
         config.put("chargeonce.stripe.requires-action-expiry", opt("requires-action-expiry", "20s"));
         config.put("chargeonce.stripe.pending-recheck", opt("pending-recheck", "2s,5s"));
         config.put("chargeonce.recovery.sync-interval", opt("sync-interval", "2s"));
+        if (StripeStandIn.rateLimit() > 0) {
+            // A rate-limited Stripe: the shared budget sits at 80% of its limit, as in production.
+            String budget = Integer.toString(Math.max(1, StripeStandIn.rateLimit() * 4 / 5));
+            config.put("chargeonce.stripe.budget.rates.\"payment_intents.create\"", budget);
+            config.put("chargeonce.stripe.budget.rates.\"refunds.create\"", budget);
+        }
         if (replicaProxy != null) {
             config.put("quarkus.datasource.replica.jdbc.url", "jdbc:postgresql://127.0.0.1:" + replicaProxy.port() + "/"
                     + variant.database);

@@ -102,6 +102,9 @@ final class Report {
         metrics.put("event catch-up: passes stopped on their page budget / its place's lag behind now, most / last seen (s)",
                 x -> !x.webhooks ? "–" : x.catchUpBudgetStops + " / " + String.format(java.util.Locale.ROOT, "%.0f / %.0f",
                         x.catchUpMaxLag, x.catchUpLastLag));
+        metrics.put("Stripe's rate limit (--stripe-rate-limit): creates and refunds admitted / refused 429 / most in one second",
+                x -> x.limitedAdmitted < 0 ? "– (not limited)" : x.limitedAdmitted + " / " + x.limitedRefused + " / "
+                        + x.limitedMostInASecond);
         metrics.put("unknown events: of no row / while the row was deleted (lost commit)", x -> !x.webhooks ? "–"
                 : x.unknownOfNoRow + " / " + x.unknownWhileRowLost);
         metrics.put("charge states after the final round: settled after (ms) / watchers' GETs: 200 / 404 / lost (instance down)",

@@ -31,8 +31,18 @@ final class StripeStandIn {
     StripeStandIn(java.util.function.Consumer<String> failed) {
         this.failed = failed;
         this.process = ServiceProcess.builder("stripe-" + port).port(port).jvmOptions(List.of("-Xmx1g"))
-                .mainClass(opt("sandbox-jar", ""), "dev.chargeonce.sandbox.StripeSandbox", Integer.toString(port), "0")
+                .mainClass(opt("sandbox-jar", ""), "dev.chargeonce.sandbox.StripeSandbox", Integer.toString(port), "0", limits())
                 .readyPath("/_sandbox/stats").logDirectory(results.resolve("logs")).onLaunch(Chaos::recordChild).build();
+    }
+
+    /** Stripe's rate limits, when the run asks for them (--stripe-rate-limit): creates and refunds, per second. */
+    static int rateLimit() {
+        return Integer.parseInt(opt("stripe-rate-limit", "0"));
+    }
+
+    private static String limits() {
+        int limit = rateLimit();
+        return limit <= 0 ? "" : "payment_intents.create=" + limit + ",refunds.create=" + limit;
     }
 
     void start() {

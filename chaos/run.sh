@@ -5,7 +5,7 @@
 #                [--no-naive] [--allow-naive-without-duplicates] [--min-faults 15] [--min-payments 50]
 #                [--lookup-skew 10s] [--citus]
 #                [--catch-up-page-size 100] [--catch-up-max-pages 1000] [--catch-up-overlap 10s]
-#                [--require-catch-up-overflow]
+#                [--require-catch-up-overflow] [--stripe-rate-limit N]
 #
 # Clients with many logical payments (random timeouts and retries, concurrent duplicates, a key reused with
 # another body now and then) against --instances packaged service processes sharing one PostgreSQL primary,
@@ -27,6 +27,8 @@
 # The service's event catch-up reads Stripe's events in passes of --catch-up-max-pages pages of --catch-up-page-size;
 # made smaller than the window (the CI run), a pass stops on its budget and the next goes on from its place;
 # --require-catch-up-overflow fails a run in which no pass did (it would not have tested that).
+# With --stripe-rate-limit N the stand-in limits PaymentIntent creates and refunds to N in any one second and
+# answers 429 beyond, as Stripe does, and the instances' shared rate budget is set to 80% of it.
 # With --citus (scale/citus/run.sh), the instances run on a Citus coordinator with two workers instead of one
 # primary (the service's migrations distribute its tables), without a replica and without the control (both are
 # about a lagging replica); Citus is built when it is missing (bench/lib.sh need_citus).
@@ -57,6 +59,7 @@ CATCH_UP_PAGE_SIZE=100
 CATCH_UP_MAX_PAGES=1000
 CATCH_UP_OVERLAP=10s
 REQUIRE_CATCH_UP_OVERFLOW=false
+STRIPE_RATE_LIMIT=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) DURATION="$2"; shift 2 ;;
@@ -75,6 +78,7 @@ while [ $# -gt 0 ]; do
     --catch-up-max-pages) CATCH_UP_MAX_PAGES="$2"; shift 2 ;;
     --catch-up-overlap) CATCH_UP_OVERLAP="$2"; shift 2 ;;
     --require-catch-up-overflow) REQUIRE_CATCH_UP_OVERFLOW=true; shift ;;
+    --stripe-rate-limit) STRIPE_RATE_LIMIT="$2"; shift 2 ;;
     -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
@@ -151,7 +155,7 @@ java -cp "$WORK_DIR/classes:$PGJDBC" chaos.Chaos \
   --require-naive-duplicates "$REQUIRE_NAIVE" --min-faults "$MIN_FAULTS" --min-payments "$MIN_PAYMENTS" \
   --lookup-skew "$LOOKUP_SKEW" --catch-up-page-size "$CATCH_UP_PAGE_SIZE" --catch-up-max-pages "$CATCH_UP_MAX_PAGES" \
   --catch-up-overlap "$CATCH_UP_OVERLAP" \
-  --require-catch-up-overflow "$REQUIRE_CATCH_UP_OVERFLOW" &
+  --require-catch-up-overflow "$REQUIRE_CATCH_UP_OVERFLOW" --stripe-rate-limit "$STRIPE_RATE_LIMIT" &
 HARNESS_PID=$!
 wait "$HARNESS_PID"
 status=$?
