@@ -72,7 +72,6 @@ class StripeRateBudgetTest {
         List<Long> times = new ArrayList<>(granted);
         Collections.sort(times);
         int most = mostInAnyWindow(times, Duration.ofSeconds(1).toNanos());
-        // The rate plus the tolerance's burst (100 ms of it), and one for where a window's edge falls.
         // Each schedule: its rate over the second and the tolerance (a slot may be used up to 100 ms late), plus one
         // for where a window's edge falls: 16 + 2.4 + 1.6 (the foreground borrowing the idle classes) over 1.1 s, +3.
         // A thread that records its permit late can only make this look worse than what was sent.
