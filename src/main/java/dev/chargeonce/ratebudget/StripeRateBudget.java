@@ -133,32 +133,32 @@ public class StripeRateBudget {
         pool.enter();
         boolean waiting = true;
         try {
-            while (true) {
-                Long slot = pool.take(System.nanoTime(), toleranceNanos, latest);
-                if (slot == null) {
-                    if (!pool.booking.tryLock(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                        return refused(own, toleranceNanos);
-                    }
-                    Grant refusal = null;
-                    try {
-                        // Another request may have booked for this one while it waited for the booking lock.
+            Long slot = pool.take(System.nanoTime(), toleranceNanos, latest);
+            if (slot == null) {
+                if (!pool.booking.tryLock(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    return refused(own, toleranceNanos);
+                }
+                try {
+                    // Another request may have booked for this one while it waited for the booking lock; else one
+                    // booking, and no more: a slot it booked that is past this request's deadline stays for others.
+                    slot = pool.take(System.nanoTime(), toleranceNanos, latest);
+                    if (slot == null) {
+                        Grant refusal = book(own, pool, deadlineNanos);
+                        if (refusal != null) {
+                            return refusal;
+                        }
                         slot = pool.take(System.nanoTime(), toleranceNanos, latest);
                         if (slot == null) {
-                            refusal = book(own, pool, deadlineNanos);
+                            return refused(own, toleranceNanos);
                         }
-                    } finally {
-                        pool.booking.unlock();
                     }
-                    if (refusal != null) {
-                        return refusal;
-                    }
-                }
-                if (slot != null) {
-                    pool.leave();
-                    waiting = false;
-                    return granted(own, started, slot);
+                } finally {
+                    pool.booking.unlock();
                 }
             }
+            pool.leave();
+            waiting = false;
+            return granted(own, started, slot);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return refused(own, toleranceNanos);

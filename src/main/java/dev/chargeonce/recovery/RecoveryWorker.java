@@ -52,9 +52,7 @@ public class RecoveryWorker {
             return;
         }
         try {
-            TrafficClass.RECOVERY.run(() -> {
-                recoverOnce();
-            });
+            recoverOnce();
         } catch (DatabaseUnavailableException e) {
             LOG.warnf("recovery pass skipped: %s", e.getMessage());
         }
@@ -82,7 +80,8 @@ public class RecoveryWorker {
             LOG.infof("recovery: took over %d expired row(s)", due.size());
             try (ExecutorService drivers = Executors.newVirtualThreadPerTaskExecutor()) {
                 for (ClaimedIntent intent : due) {
-                    drivers.submit(() -> drive(intent));
+                    // Each on a thread of its own: each takes the recovery class's Stripe permits.
+                    drivers.submit(() -> TrafficClass.RECOVERY.run(() -> drive(intent)));
                 }
             }
             return due.size();

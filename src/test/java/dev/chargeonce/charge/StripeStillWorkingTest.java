@@ -52,6 +52,9 @@ class StripeStillWorkingTest {
     @Inject
     RecoveryWorker worker;
 
+    @Inject
+    io.micrometer.core.instrument.MeterRegistry meters;
+
     SandboxControl stripe;
 
     @BeforeEach
@@ -114,12 +117,18 @@ class StripeStillWorkingTest {
     }
 
     @Test
-    void aRateLimitOnTheOnlyTryOfANewKeySaysNothingWasCharged() {
+    void aRateLimitOnEveryTryOfANewKeySaysNothingWasCharged() {
         String key = UUID.randomUUID().toString();
-        stripe.plan("rate_limit");
-        Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        // Stripe answers 429 to every try within the request's wait (the service sends the key again after each).
+        stripe.faults("rate_limit=100000");
+        Response first;
+        try {
+            first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
+        } finally {
+            stripe.clearFaults();
+        }
         assertEquals(503, first.statusCode(), first.asString());
-        assertEquals("stripe_unavailable", first.jsonPath().getString("error.code"));
+        assertEquals("stripe_rate_limited", first.jsonPath().getString("error.code"));
         assertTrue(first.jsonPath().getString("error.message").contains("nothing was charged"));
         assertEquals(0, stripe.intentsFor(ACME, key).size());
     }
@@ -133,6 +142,7 @@ class StripeStillWorkingTest {
         long start = System.nanoTime();
         Response first = ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA);
         assertEquals(503, first.statusCode(), first.asString());
+        double recoveryPermits = recoveryCreatePermits();
 
         worker.recoverOnce();
         assertEquals(0, stripe.intentsFor(ACME, key).size(), "too early: the worker leaves the row alone");
@@ -142,6 +152,8 @@ class StripeStillWorkingTest {
             worker.recoverOnce();
         }
         long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
+        // The worker's sends took the recovery class's permits of the account's rate budget, not the foreground's.
+        assertTrue(recoveryCreatePermits() > recoveryPermits, "the worker's create took a recovery permit");
         List<JsonNode> intents = stripe.intentsFor(ACME, key);
         assertEquals(1, intents.size(), "the worker finished the charge");
         assertEquals("2", intents.get(0).get("metadata").get("chargeonce_attempt").asText(), "with the next Stripe key");
@@ -197,5 +209,11 @@ class StripeStillWorkingTest {
         List<JsonNode> intents = stripe.intentsFor(ACME, key);
         assertEquals(1, intents.size(), "never charged twice");
         assertEquals(intents.get(0).get("id").asText(), retried.jsonPath().getString("payment_intent"));
+    }
+
+    private double recoveryCreatePermits() {
+        var counter = meters.find("chargeonce.stripe.budget.permits").tag("endpoint", "payment_intents.create")
+                .tag("class", "recovery").counter();
+        return counter == null ? 0 : counter.count();
     }
 }

@@ -100,6 +100,16 @@ class StripeRateBudgetTest {
     }
 
     @Test
+    void aRequestWhoseDeadlineHasPassedIsRefusedAtOnceAndBooksNothingMore() {
+        StripeRateBudget budget = budget(1000);
+        long started = System.nanoTime();
+        StripeRateBudget.Grant late = budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime() - Duration.ofSeconds(1).toNanos());
+        assertFalse(late.granted(), "a permit is for a request that may still be sent");
+        assertTrue(System.nanoTime() - started < Duration.ofSeconds(2).toNanos(), "answered at once, not booking on and on");
+        assertTrue(budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime()).granted(), "the next one is served");
+    }
+
+    @Test
     void backgroundWorkKeepsItsFloorAndTakesNothingFromABusyForeground() throws Exception {
         StripeRateBudget budget = budget(10);
         AtomicInteger foreground = new AtomicInteger();
