@@ -54,8 +54,7 @@ public class OperationDriver {
 
     private static final Logger LOG = Logger.getLogger(OperationDriver.class);
     private static final Duration RETRY_SOON = Duration.ofSeconds(1);
-    /** A permit waited for longer than this renews the lease before the call (the lease covers a call from its start). */
-    private static final Duration RENEW_AFTER_WAIT = Duration.ofMillis(10);
+
     private static final Duration MAX_RETRY_AFTER = Duration.ofMinutes(1);
     /** Row marker: Stripe knows a history of the key that the row cannot place; every driver searches for it first. */
     static final String HISTORY_UNKNOWN = "history_unknown";
@@ -67,6 +66,7 @@ public class OperationDriver {
     private final IdempotencyConfig idempotencyConfig;
     private final OperationMetrics metrics;
     private final StripeRateBudget budget;
+    private final long renewAfterNanos;
     private final Map<Operation, StripeSide<?>> sides = new EnumMap<>(Operation.class);
 
     OperationDriver(Claims claims, Finishes finishes, Instance<StripeSide<?>> sides, StripeConfig stripeConfig,
@@ -74,6 +74,11 @@ public class OperationDriver {
                     StripeRateBudget budget) {
         this.stripe = stripe;
         this.budget = budget;
+        // What the lease has beyond one Stripe call (GuaranteeChecks refuses to start without some): a call that
+        // starts later than half of it after the lease was granted renews the lease first.
+        Duration slack = idempotencyConfig.lease().minus(dev.chargeonce.stripe.StripeCallBudget.of(stripeConfig,
+                org.eclipse.microprofile.config.ConfigProvider.getConfig()));
+        this.renewAfterNanos = Math.max(0, slack.toNanos() / 2);
         this.claims = claims;
         this.finishes = finishes;
         this.stripeConfig = stripeConfig;
@@ -191,7 +196,7 @@ public class OperationDriver {
                         RetryLaterAnswers.stripeRateLimited(intent.operation(), intent.keyNeverSent(), grant.retryAfter()));
             }
             long sendBefore = sendBefore(intent);
-            if (resend || grant.waited().compareTo(RENEW_AFTER_WAIT) > 0) {
+            if (resend || System.nanoTime() - intent.leaseAcquiredNanos() > renewAfterNanos) {
                 // The lease was sized for a call that starts at once: renewed, it covers the whole call from now.
                 long renewing = System.nanoTime();
                 if (!renewLease(intent)) {

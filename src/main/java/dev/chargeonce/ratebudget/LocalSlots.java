@@ -14,6 +14,8 @@ import java.util.concurrent.locks.ReentrantLock;
 final class LocalSlots {
 
     final ReentrantLock booking = new ReentrantLock();
+    /** A booking ahead is under way (at most one at a time). */
+    private final java.util.concurrent.atomic.AtomicBoolean refilling = new java.util.concurrent.atomic.AtomicBoolean();
 
     private final ArrayDeque<Long> slots = new ArrayDeque<>();
     private final long periodNanos;
@@ -64,6 +66,15 @@ final class LocalSlots {
 
     synchronized int held() {
         return slots.size();
+    }
+
+    /** True for the one caller that may book ahead now. */
+    boolean startRefill() {
+        return refilling.compareAndSet(false, true);
+    }
+
+    void refillDone() {
+        refilling.set(false);
     }
 
     private void countTaken(long now) {

@@ -56,6 +56,16 @@ public class StripeRateBudget {
     private final long toleranceNanos;
     private final Map<Schedule.Key, LocalSlots> slots = new ConcurrentHashMap<>();
     private final Map<Schedule.Key, AtomicLong> ratesSeen = new ConcurrentHashMap<>();
+    /** Every schedule's key, made once at start-up (in the constructor: no race). */
+    private final Schedule.Key[][] keys = new Schedule.Key[Endpoint.values().length][TrafficClass.values().length];
+    /** Looked up once per schedule: a meter's lookup by name and tags on every permit costs more than the permit. */
+    private final Map<Schedule.Key, Meters> meters = new ConcurrentHashMap<>();
+
+    private record Meters(Counter permits, Timer waits, Counter refusals) {
+    }
+
+    /** Slots closer than this are not slept for: Stripe counts per second, and a park costs more than it spaces. */
+    private static final long SHORTEST_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
 
     @jakarta.inject.Inject
     StripeRateBudget(BudgetConfig config, @Default AgroalDataSource primary, KeyIdentities identities, MeterRegistry metrics) {
@@ -70,10 +80,10 @@ public class StripeRateBudget {
         this.schedule = new Schedule(primary, config.increasePerSecond());
         this.metrics = metrics;
         this.toleranceNanos = config.tolerance().toNanos();
+        // Every key made here, once (and every rate and share checked): key() only reads them after this.
         for (Endpoint endpoint : Endpoint.values()) {
-            rate(endpoint);
             for (TrafficClass c : TrafficClass.values()) {
-                share(c);
+                key(endpoint, c);
             }
         }
     }
@@ -158,6 +168,7 @@ public class StripeRateBudget {
             }
             pool.leave();
             waiting = false;
+            refillAhead(own, pool);
             return granted(own, started, slot);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -218,19 +229,56 @@ public class StripeRateBudget {
         return (int) Math.max(1, Math.floor(rate * config.batchPeriod().toNanos() / 1e9));
     }
 
+    /**
+     * When this request took one of the last slots of a steady flow, the next batch is booked now, on a thread of its
+     * own, so that the requests to come find slots instead of each booking on its way to Stripe. Only a batch free
+     * now (the schedule not booked ahead): one booked in line is for requests that wait, and they book it themselves.
+     */
+    private void refillAhead(Schedule.Key own, LocalSlots pool) {
+        int batch = pool.batchSize(maxBatch(own));
+        if (batch < 2 || pool.held() * 2 > batch || !pool.startRefill()) {
+            return;
+        }
+        Thread.startVirtualThread(() -> {
+            try {
+                if (pool.booking.tryLock()) {
+                    try {
+                        bookInto(own, pool, batch, toleranceNanos);
+                    } finally {
+                        pool.booking.unlock();
+                    }
+                }
+            } catch (RuntimeException e) {
+                LOG.debugf("booking ahead failed (the next request books): %s", e.getMessage());
+            } finally {
+                pool.refillDone();
+            }
+        });
+    }
+
     private Grant granted(Schedule.Key key, long started, long slot) throws InterruptedException {
         long sleep = slot - System.nanoTime();
-        if (sleep > 0) {
+        if (sleep > SHORTEST_SLEEP_NANOS) {
             TimeUnit.NANOSECONDS.sleep(sleep);
         }
         long waited = System.nanoTime() - started;
-        metrics.counter("chargeonce.stripe.budget.permits", "endpoint", key.endpoint().id(), "class", key.trafficClass().id()).increment();
-        waitTimer(key).record(waited, TimeUnit.NANOSECONDS);
+        Meters meters = meters(key);
+        meters.permits().increment();
+        meters.waits().record(waited, TimeUnit.NANOSECONDS);
         return Grant.after(waited);
     }
 
+    private Meters meters(Schedule.Key key) {
+        return meters.computeIfAbsent(key, k -> new Meters(
+                metrics.counter("chargeonce.stripe.budget.permits", "endpoint", k.endpoint().id(), "class", k.trafficClass().id()),
+                Timer.builder("chargeonce.stripe.budget.wait").tag("endpoint", k.endpoint().id())
+                        .tag("class", k.trafficClass().id()).description("Time a Stripe request waited for its permit")
+                        .publishPercentileHistogram().register(metrics),
+                metrics.counter("chargeonce.stripe.budget.refusals", "endpoint", k.endpoint().id(), "class", k.trafficClass().id())));
+    }
+
     private Grant refused(Schedule.Key key, long untilFreeNanos) {
-        metrics.counter("chargeonce.stripe.budget.refusals", "endpoint", key.endpoint().id(), "class", key.trafficClass().id()).increment();
+        meters(key).refusals().increment();
         // Whole seconds, as Retry-After says them; never 0, which a client would read as "at once".
         long seconds = Math.max(1, (long) Math.ceil(Math.max(0, untilFreeNanos) / 1e9));
         return Grant.refused(Duration.ofSeconds(seconds));
@@ -267,24 +315,21 @@ public class StripeRateBudget {
         return metrics.counter("chargeonce.stripe.rate.limited", "endpoint", endpoint.id(), "reason", reason);
     }
 
-    private Timer waitTimer(Schedule.Key key) {
-        return Timer.builder("chargeonce.stripe.budget.wait").tag("endpoint", key.endpoint().id())
-                .tag("class", key.trafficClass().id()).description("Time a Stripe request waited for its permit")
-                .publishPercentileHistogram().register(metrics);
-    }
-
     private void seen(Schedule.Key key, Schedule.Booking booking) {
         ratesSeen.get(key).set(Double.doubleToLongBits(booking.rate()));
     }
 
     private Schedule.Key key(Endpoint endpoint, TrafficClass trafficClass) {
-        Schedule.Key key = new Schedule.Key(config.account(), endpoint, trafficClass);
-        ratesSeen.computeIfAbsent(key, k -> {
-            AtomicLong rate = new AtomicLong(Double.doubleToLongBits(rate(endpoint) * share(trafficClass)));
-            metrics.gauge("chargeonce.stripe.budget.rate", io.micrometer.core.instrument.Tags.of("endpoint", endpoint.id(),
-                    "class", trafficClass.id()), rate, r -> Double.longBitsToDouble(r.get()));
-            return rate;
-        });
+        Schedule.Key key = keys[endpoint.ordinal()][trafficClass.ordinal()];
+        if (key != null) {
+            return key;
+        }
+        key = new Schedule.Key(config.account(), endpoint, trafficClass);
+        AtomicLong rate = new AtomicLong(Double.doubleToLongBits(rate(endpoint) * share(trafficClass)));
+        ratesSeen.put(key, rate);
+        metrics.gauge("chargeonce.stripe.budget.rate", io.micrometer.core.instrument.Tags.of("endpoint", endpoint.id(),
+                "class", trafficClass.id()), rate, r -> Double.longBitsToDouble(r.get()));
+        keys[endpoint.ordinal()][trafficClass.ordinal()] = key;
         return key;
     }
 
