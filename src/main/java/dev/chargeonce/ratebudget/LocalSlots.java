@@ -36,13 +36,16 @@ final class LocalSlots {
         waiting--;
     }
 
-    /** The earliest slot good now or later and no later than {@code latest}; null when there is none. */
+    /**
+     * The earliest slot still good: one due already (whatever the request's deadline: using it waits for nothing),
+     * or one to come no later than {@code latest}; null when there is none.
+     */
     synchronized Long take(long now, long toleranceNanos, long latest) {
         while (!slots.isEmpty() && slots.peekFirst() + toleranceNanos < now) {
             slots.pollFirst();
         }
         Long first = slots.peekFirst();
-        if (first == null || first - latest > 0) {
+        if (first == null || (first - now > 0 && first - latest > 0)) {
             return null;
         }
         slots.pollFirst();
