@@ -54,7 +54,6 @@ public class OperationDriver {
 
     private static final Logger LOG = Logger.getLogger(OperationDriver.class);
     private static final Duration RETRY_SOON = Duration.ofSeconds(1);
-
     private static final Duration MAX_RETRY_AFTER = Duration.ofMinutes(1);
     /** Row marker: Stripe knows a history of the key that the row cannot place; every driver searches for it first. */
     static final String HISTORY_UNKNOWN = "history_unknown";
