@@ -53,6 +53,23 @@ public final class ServiceProcess implements AutoCloseable {
     private Process process;
     private int starts;
 
+    /** Whether the build behind {@code quarkusRunJar} has the Stripe rate budget (its application jar holds the class). */
+    private static boolean knowsRateBudget(Path quarkusRunJar) {
+        Path app = quarkusRunJar.toAbsolutePath().getParent().resolve("app");
+        try (var jars = Files.list(app)) {
+            for (Path jar : jars.filter(p -> p.toString().endsWith(".jar")).toList()) {
+                try (var zip = new java.util.zip.ZipFile(jar.toFile())) {
+                    if (zip.getEntry("dev/chargeonce/ratebudget/BudgetConfig.class") != null) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     private ServiceProcess(Builder b) {
         this.name = b.name;
         this.quarkus = b.mainClass == null;
@@ -71,9 +88,10 @@ public final class ServiceProcess implements AutoCloseable {
         this.logDirectory = b.logDirectory;
         this.logFile = b.logFile;
         Map<String, String> config = new java.util.LinkedHashMap<>(b.config);
-        if (quarkus) {
+        if (quarkus && knowsRateBudget(b.jar)) {
             // The harness's Stripe is the sandbox, which limits no rate unless a run switches it on: the service's
-            // rate budget sits far above what any run sends, unless the run sets it.
+            // rate budget sits far above what any run sends, unless the run sets it. (Not for an earlier release
+            // without the budget: it would refuse a setting it does not know.)
             for (String endpoint : List.of("\"payment_intents.create\"", "\"refunds.create\"", "reads")) {
                 config.putIfAbsent("chargeonce.stripe.budget.rates." + endpoint, "100000");
             }
