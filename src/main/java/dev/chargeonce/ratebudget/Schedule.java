@@ -11,7 +11,9 @@ import javax.sql.DataSource;
 
 /**
  * Every statement on {@code stripe_rate_budget} (see V1.18.0): the schedules the instances book Stripe permits from.
- * Each is one short autocommit statement on the primary; no connection is held while a permit is waited for.
+ * Each is one short autocommit statement on the primary; no connection is held while a permit is waited for. "Now"
+ * is the statement's start ({@code statement_timestamp()}: Citus refuses volatile functions in writes, and one clock
+ * for the whole statement).
  */
 final class Schedule {
 
@@ -41,7 +43,7 @@ final class Schedule {
      * was booked either way (the row is locked first, so concurrent bookings see each other's).
      */
     private static final String BOOK = """
-            WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1e6)::bigint AS now_us),
+            WITH clock AS (SELECT (extract(epoch FROM statement_timestamp()) * 1e6)::bigint AS now_us),
                  current AS (
                    SELECT b.account, b.endpoint, b.traffic_class, clock.now_us,
                           greatest(b.booked_until_us, clock.now_us) AS start_us,
@@ -63,7 +65,7 @@ final class Schedule {
      * {@code floor}), at most once per cooldown (one burst of 429s is one signal, not twenty).
      */
     private static final String DECREASE = """
-            WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1e6)::bigint AS now_us)
+            WITH clock AS (SELECT (extract(epoch FROM statement_timestamp()) * 1e6)::bigint AS now_us)
             UPDATE stripe_rate_budget b
                SET decreased_rate = greatest(?, ? * %s), decreased_us = clock.now_us
               FROM clock
@@ -71,7 +73,7 @@ final class Schedule {
             """.formatted(RATE_NOW);
 
     private static final String STANDINGS = """
-            WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1e6)::bigint AS now_us)
+            WITH clock AS (SELECT (extract(epoch FROM statement_timestamp()) * 1e6)::bigint AS now_us)
             SELECT b.endpoint, b.traffic_class, b.configured_rate, %s, greatest(0, b.booked_until_us - clock.now_us)
               FROM stripe_rate_budget b, clock
              WHERE b.account = ?
