@@ -27,6 +27,15 @@ public interface BudgetConfig {
     Map<String, Double> rates();
 
     /**
+     * Stripe's account-wide limit, with headroom (Stripe: 100 a second in live mode, 25 in a sandbox). The endpoints'
+     * rates together must fit under it, checked at start-up: a partition of the account's rate, exact and free,
+     * where one schedule for the whole account would cost every request a second booking. Its price: an endpoint
+     * cannot use what another leaves idle.
+     */
+    @WithDefault("80")
+    double globalRate();
+
+    /**
      * Each class's share of every endpoint's rate ({@link TrafficClass#id()}): its floor. A class borrows what the
      * others leave idle, so the foreground gets the whole rate while nothing runs in the background.
      */
@@ -41,9 +50,11 @@ public interface BudgetConfig {
 
     /**
      * How late after its slot a permit may still be used, and how long a booked permit is kept for a request of
-     * this instance: the burst Stripe may see above the rate in any second is the rate times this.
+     * this instance: the burst Stripe may see above the rate in any second is the rate times this (plus one permit
+     * per class). The longer, the fewer bookings when demand is far below the rate (an instance books about once per
+     * tolerance then); 100 ms keeps a rate at 80% of Stripe's limit under the limit (20 x 1.1 + 3 = 25).
      */
-    @WithDefault("50ms")
+    @WithDefault("100ms")
     Duration tolerance();
 
     /** How far ahead an instance books permits when its own demand is steady: one statement per this much demand. */

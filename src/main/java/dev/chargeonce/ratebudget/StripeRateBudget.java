@@ -86,6 +86,7 @@ public class StripeRateBudget {
                 key(endpoint, c);
             }
         }
+        checkUnderGlobalRate();
     }
 
     private StripeRateBudget(MeterRegistry metrics) {
@@ -340,6 +341,20 @@ public class StripeRateBudget {
                     + "\" must be a positive number of requests per second");
         }
         return rate;
+    }
+
+    /** The endpoints' rates are a partition of the account's: together they must fit under it. */
+    private void checkUnderGlobalRate() {
+        double sum = 0;
+        for (Endpoint endpoint : Endpoint.values()) {
+            sum += rate(endpoint);
+        }
+        if (sum > config.globalRate()) {
+            throw new IllegalStateException("the endpoints' rates (chargeonce.stripe.budget.rates.*) add up to " + sum
+                    + " a second, over the account's chargeonce.stripe.budget.global-rate (" + config.globalRate()
+                    + "): Stripe would refuse what the budget allows. Lower a rate or, once Stripe has raised the"
+                    + " account's limit, raise global-rate");
+        }
     }
 
     private double share(TrafficClass trafficClass) {

@@ -11,10 +11,14 @@ import dev.chargeonce.testing.ServiceProcess;
 import dev.chargeonce.testing.TestClients;
 import dev.chargeonce.testing.TestKeys;
 import java.io.IOException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -88,6 +92,7 @@ class RateBudgetIT {
         }
         Thread.sleep(1000);
         stripe.limit("payment_intents.create=" + STRIPE_LIMIT);
+        TreeMap<Double, Double> waitsBefore = waitBuckets();
         AtomicInteger serviceUnavailable = new AtomicInteger();
         List<String> keys = new ArrayList<>();
         List<Future<String>> outcomes = new ArrayList<>();
@@ -114,6 +119,10 @@ class RateBudgetIT {
         System.out.printf("burst: %d charges in %.1f s (%.1f a second against a budget of 20), Stripe admitted %d creates"
                 + " and refused %d; at most %d in any second; the clients were answered 503 %d times%n", CHARGES, seconds,
                 CHARGES / seconds, admitted, refused, most, serviceUnavailable.get());
+        TreeMap<Double, Double> waits = waitBuckets();
+        waits.replaceAll((le, count) -> count - waitsBefore.getOrDefault(le, 0.0));
+        System.out.printf("burst: the wait for a permit, p50 %s s, p90 %s s, p99 %s s (the histogram's bucket bounds)%n",
+                quantile(waits, 0.5), quantile(waits, 0.9), quantile(waits, 0.99));
         // Stripe refuses what goes beyond its limit, so what it admitted is within it by construction: what the budget
         // must show is that next to nothing was refused. Without it, 69% of the creates Stripe received were refused
         // (1,125 of 1,625) and the clients were answered 503 993 times. With it: none on a quiet machine; on a loaded
@@ -164,6 +173,36 @@ class RateBudgetIT {
                 refused, serviceUnavailable.get());
         assertTrue(refused * 20 <= admitted + refused, "next to none of the creates Stripe receives are refused: "
                 + refused + " of " + (admitted + refused));
+    }
+
+    /** Both instances' histogram of the foreground's wait for a create permit: count at or below each bound. */
+    private TreeMap<Double, Double> waitBuckets() throws Exception {
+        TreeMap<Double, Double> buckets = new TreeMap<>();
+        HttpClient http = HttpClient.newHttpClient();
+        for (ServiceProcess instance : new ServiceProcess[] {instanceA, instanceB}) {
+            String text = http.send(HttpRequest.newBuilder(instance.managementUri("/q/metrics")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+            for (String line : text.split("\n")) {
+                if (line.startsWith("chargeonce_stripe_budget_wait_seconds_bucket{") && line.contains("class=\"foreground\"")
+                        && line.contains("endpoint=\"payment_intents.create\"")) {
+                    String le = line.substring(line.indexOf("le=\"") + 4, line.indexOf('"', line.indexOf("le=\"") + 4));
+                    double bound = le.equals("+Inf") ? Double.POSITIVE_INFINITY : Double.parseDouble(le);
+                    buckets.merge(bound, Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)), Double::sum);
+                }
+            }
+        }
+        return buckets;
+    }
+
+    /** The smallest bucket bound at or below which the share {@code q} of the waits fell. */
+    private static String quantile(TreeMap<Double, Double> buckets, double q) {
+        double total = buckets.isEmpty() ? 0 : buckets.lastEntry().getValue();
+        for (var bucket : buckets.entrySet()) {
+            if (bucket.getValue() >= q * total) {
+                return String.format("%.3f", bucket.getKey());
+            }
+        }
+        return "?";
     }
 
     /**

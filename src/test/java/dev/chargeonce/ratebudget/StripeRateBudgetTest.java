@@ -200,11 +200,26 @@ class StripeRateBudgetTest {
         return budget;
     }
 
+    @Test
+    void endpointRatesThatAddUpToMoreThanTheAccountsAreRefusedAtStartUp() {
+        // Three endpoints at 20 a second are 60: over a Stripe sandbox's 25 a second for the whole account.
+        IllegalStateException refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                () -> new StripeRateBudget(config(20, 20), database, new SimpleMeterRegistry(), true));
+        assertTrue(refused.getMessage().contains("add up to 60.0") && refused.getMessage().contains("global-rate (20.0)"),
+                refused.getMessage());
+        new StripeRateBudget(config(20, 60), database, new SimpleMeterRegistry(), true);
+    }
+
     private static BudgetConfig config(double rate) {
+        return config(rate, 3 * rate);
+    }
+
+    private static BudgetConfig config(double rate, double globalRate) {
         return new BudgetConfig() {
             public boolean enabled() { return true; }
             public String account() { return "acct_test"; }
             public Map<String, Double> rates() { return Map.of("payment_intents.create", rate, "refunds.create", rate, "reads", rate); }
+            public double globalRate() { return globalRate; }
             public Map<String, Double> shares() { return Map.of("foreground", 0.8, "recovery", 0.12, "upkeep", 0.08); }
             public Duration maxWait() { return Duration.ofSeconds(5); }
             public Duration tolerance() { return Duration.ofMillis(100); }

@@ -95,6 +95,7 @@ public final class ServiceProcess implements AutoCloseable {
             for (String endpoint : List.of("\"payment_intents.create\"", "\"refunds.create\"", "reads")) {
                 config.putIfAbsent("chargeonce.stripe.budget.rates." + endpoint, "100000");
             }
+            config.putIfAbsent("chargeonce.stripe.budget.global-rate", "1000000");
         }
         this.config = config;
         this.environment = Map.copyOf(b.environment);
