@@ -67,8 +67,16 @@ final class LocalSlots {
         return Math.max(1, Math.min(max, Math.max(waiting, takenLastPeriod)));
     }
 
-    synchronized int held() {
-        return slots.size();
+    /**
+     * True when the next batch should be booked now, before a request finds the pool empty: at most half a batch is
+     * left, or what is left is about to be dropped (far from the rate, a batch's slots lie within a few microseconds
+     * of each other and are all dropped at once, a tolerance after their booking).
+     */
+    synchronized boolean runningOut(long now, long toleranceNanos, int batch) {
+        while (!slots.isEmpty() && slots.peekFirst() + toleranceNanos < now) {
+            slots.pollFirst();
+        }
+        return slots.size() * 2 <= batch || slots.peekLast() + toleranceNanos - now < toleranceNanos / 4;
     }
 
     /** True for the one caller that may book ahead now. */

@@ -231,13 +231,14 @@ public class StripeRateBudget {
     }
 
     /**
-     * When this request took one of the last slots of a steady flow, the next batch is booked now, on a thread of its
-     * own, so that the requests to come find slots instead of each booking on its way to Stripe. Only a batch free
-     * now (the schedule not booked ahead): one booked in line is for requests that wait, and they book it themselves.
+     * When this request took one of the last slots of a steady flow, or the slots left are about to be dropped, the
+     * next batch is booked now, on a thread of its own, so that the requests to come find slots instead of each
+     * booking on its way to Stripe. Only a batch free now (the schedule not booked ahead): one booked in line is for
+     * requests that wait, and they book it themselves.
      */
     private void refillAhead(Schedule.Key own, LocalSlots pool) {
         int batch = pool.batchSize(maxBatch(own));
-        if (batch < 2 || pool.held() * 2 > batch || !pool.startRefill()) {
+        if (batch < 2 || !pool.runningOut(System.nanoTime(), toleranceNanos, batch) || !pool.startRefill()) {
             return;
         }
         Thread.startVirtualThread(() -> {
