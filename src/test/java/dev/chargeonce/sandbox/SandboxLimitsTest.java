@@ -70,6 +70,7 @@ class SandboxLimitsTest {
         }
         assertEquals(8, json().at("/endpoints/refunds.create/max_in_any_second").asInt());
         assertEquals(11, json().at("/all/admitted").asInt());
+        assertEquals(2499, json().at("/endpoints/refunds.create/first_to_last_ms").asLong(), "the span the 11 were admitted over");
         limits.reset();
         assertEquals(0, json().at("/all/admitted").asInt());
         assertEquals(false, json().get("on").asBoolean(), "a reset returns to the start-up configuration: off");
