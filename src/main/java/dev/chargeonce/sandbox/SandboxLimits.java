@@ -27,7 +27,7 @@ import java.util.function.Supplier;
  * <p>Control plane: {@code POST /_sandbox/limits?default=&global=&concurrency=&<endpoint>=} sets the whole
  * configuration and switches it on (0 or absent: no limit; {@code default} applies to every endpoint not named),
  * {@code POST /_sandbox/limits?off=1} switches it off, {@code GET /_sandbox/limits} answers the configuration and the
- * records. A reset clears the records and returns to the configuration the sandbox started with; the fault switches
+ * records, {@code POST /_sandbox/limits/clear} clears the records (the configuration kept). A reset clears the records and returns to the configuration the sandbox started with; the fault switches
  * do not touch it.
  */
 final class SandboxLimits {
@@ -201,11 +201,20 @@ final class SandboxLimits {
 
     /** Clears the records and returns to the start-up configuration. */
     synchronized void reset() {
+        clearRecords();
+        configure(startup);
+    }
+
+    /**
+     * {@code POST /_sandbox/limits/clear}: what was admitted and refused is forgotten, the configuration kept: a test
+     * measures one phase of a run apart from the phase before.
+     */
+    synchronized String clearRecords() {
         admitted.clear();
         refused.clear();
         all.size = 0;
         maxInFlight = inFlight;
-        configure(startup);
+        return json();
     }
 
     boolean on() {
