@@ -132,8 +132,8 @@ class RateBudgetWithReconciliationIT {
         Run afterBurst = run(runId);
         long readsDuringBurst = during.limits().at("/all/admitted").asLong() - during.createsAdmitted() - readsBefore;
         int pagesDuringBurst = afterBurst.pages() - atBurst.pages();
-        System.out.printf("burst with reconciliation: %s; %d reads during it (%.1f a second, the reads' budget %.0f), %d of them"
-                + " reconciliation's pages%n", during, readsDuringBurst, readsDuringBurst / during.seconds(), READS_RATE, pagesDuringBurst);
+        System.out.printf("burst with reconciliation: %s; Stripe admitted %d reads meanwhile (%.1f a second, the reads' budget"
+                + " %.0f), reconciliation checkpointed %d pages%n", during, readsDuringBurst, readsDuringBurst / during.seconds(), READS_RATE, pagesDuringBurst);
 
         // Reconciliation's floor alone (8% of the reads' 4 a second) would take over three minutes: it borrows the
         // reads the charges leave idle.
