@@ -21,12 +21,13 @@ import java.util.function.Supplier;
  * <p>The window slides over the admitted arrival times and is strict: with a limit of 25, the 26th request less than
  * 1000 ms after the first of the 25 before it is refused. While on, every admitted arrival is kept (8 bytes each, since
  * the last reset), so that what the sandbox admitted can be measured exactly afterwards: {@code max_in_any_second}
- * is the largest number of admitted requests in any one-second window, per endpoint and over all.
+ * is the largest number of admitted requests in any one-second window, per endpoint and over all, and
+ * {@code first_to_last_ms} the time from the first admitted request to the last (the rate a flow was admitted at).
  *
  * <p>Control plane: {@code POST /_sandbox/limits?default=&global=&concurrency=&<endpoint>=} sets the whole
  * configuration and switches it on (0 or absent: no limit; {@code default} applies to every endpoint not named),
  * {@code POST /_sandbox/limits?off=1} switches it off, {@code GET /_sandbox/limits} answers the configuration and the
- * records. A reset clears the records and returns to the configuration the sandbox started with; the fault switches
+ * records, {@code POST /_sandbox/limits/clear} clears the records (the configuration kept). A reset clears the records and returns to the configuration the sandbox started with; the fault switches
  * do not touch it.
  */
 final class SandboxLimits {
@@ -55,6 +56,14 @@ final class SandboxLimits {
         /** {@code limit} admitted already within the second before {@code now}: one more would exceed it. */
         boolean full(int limit, long now) {
             return size >= limit && now - times[size - limit] < ONE_SECOND;
+        }
+
+        /**
+         * Milliseconds from the first arrival to the last (0 for fewer than two): with {@link #size} the rate a
+         * flow was admitted at, measured where Stripe measures it.
+         */
+        long firstToLastMillis() {
+            return size < 2 ? 0 : (times[size - 1] - times[0]) / 1_000_000L;
         }
 
         /** The largest number of arrivals within any one-second window ({@code [t, t + 1 s)}), exactly. */
@@ -192,11 +201,20 @@ final class SandboxLimits {
 
     /** Clears the records and returns to the start-up configuration. */
     synchronized void reset() {
+        clearRecords();
+        configure(startup);
+    }
+
+    /**
+     * {@code POST /_sandbox/limits/clear}: what was admitted and refused is forgotten, the configuration kept: a test
+     * measures one phase of a run apart from the phase before.
+     */
+    synchronized String clearRecords() {
         admitted.clear();
         refused.clear();
         all.size = 0;
         maxInFlight = inFlight;
-        configure(startup);
+        return json();
     }
 
     boolean on() {
@@ -235,6 +253,7 @@ final class SandboxLimits {
             out.append(sep).append(quote(reason.getKey())).append(':').append(reason.getValue());
             sep = ",";
         }
-        out.append("},\"max_in_any_second\":").append(arrivals.maxInAnySecond()).append('}');
+        out.append("},\"max_in_any_second\":").append(arrivals.maxInAnySecond())
+                .append(",\"first_to_last_ms\":").append(arrivals.firstToLastMillis()).append('}');
     }
 }

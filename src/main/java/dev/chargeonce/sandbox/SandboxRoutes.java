@@ -198,6 +198,9 @@ final class SandboxRoutes {
                     return Response.json(400, error("invalid_request_error", null, e.getMessage(), null));
                 }
             }
+            case "/_sandbox/limits/clear" -> {
+                return Response.json(200, limits.clearRecords());
+            }
             case "/_sandbox/faults" -> {
                 return Response.json(200, faults.configure(query));
             }

@@ -31,7 +31,8 @@ import java.util.Map;
  * dashboard/refunds?payment_intent=&amount=} act as Stripe's Dashboard: a payment or a refund without the service's
  * metadata, with the events Stripe makes for them. The fault counters apply to the next N create requests.
  * {@code POST limits?default=&global=&concurrency=&<endpoint>=} switches on Stripe's rate limits ({@code off=1}: off
- * again) and {@code GET limits} answers what each endpoint admitted and refused ({@code max_in_any_second}): see
+ * again), {@code GET limits} answers what each endpoint admitted and refused ({@code max_in_any_second}) and
+ * {@code POST limits/clear} forgets it (the limits kept): see
  * {@link SandboxLimits}; a process takes them at start-up ({@code -Dsandbox.limits=default=25,global=25}).
  *
  * <p>{@code plan} scripts the next create requests one by one, before any counter: a comma-separated list of

@@ -102,7 +102,7 @@ class RateBudgetIT {
                 String key = "burst-" + UUID.randomUUID();
                 keys.add(key);
                 ServiceProcess instance = i % 2 == 0 ? instanceA : instanceB;
-                outcomes.add(clients.submit(() -> chargeHonouringRetryAfter(instance, key, serviceUnavailable)));
+                outcomes.add(clients.submit(() -> chargeHonouringRetryAfter(client, instance, key, serviceUnavailable)));
             }
             for (Future<String> outcome : outcomes) {
                 assertEquals("201", outcome.get(), "every charge goes through, its 503s honoured");
@@ -152,9 +152,9 @@ class RateBudgetIT {
                 keys.add(key);
                 boolean first = i % 2 == 0;
                 outcomes.add(clients.submit(() -> {
-                    String outcome = chargeHonouringRetryAfter(first ? instanceA : instanceB, key, serviceUnavailable);
+                    String outcome = chargeHonouringRetryAfter(client, first ? instanceA : instanceB, key, serviceUnavailable);
                     // The killed instance's clients come back to the one left, with the same key.
-                    return outcome.startsWith("-1") ? chargeHonouringRetryAfter(instanceB, key, serviceUnavailable) : outcome;
+                    return outcome.startsWith("-1") ? chargeHonouringRetryAfter(client, instanceB, key, serviceUnavailable) : outcome;
                 }));
             }
             Thread.sleep(4000);
@@ -209,7 +209,7 @@ class RateBudgetIT {
      * Posts the charge until it is answered 201, honouring each 503's Retry-After (which it must carry), and each
      * 409's (the key in flight: the recovery worker may be finishing a row whose client was answered 503).
      */
-    private String chargeHonouringRetryAfter(ServiceProcess instance, String key, AtomicInteger serviceUnavailable)
+    static String chargeHonouringRetryAfter(ChargeClient client, ServiceProcess instance, String key, AtomicInteger serviceUnavailable)
             throws InterruptedException {
         long giveUp = System.nanoTime() + Duration.ofMinutes(3).toNanos();
         while (System.nanoTime() < giveUp) {

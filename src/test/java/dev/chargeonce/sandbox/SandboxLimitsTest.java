@@ -70,6 +70,13 @@ class SandboxLimitsTest {
         }
         assertEquals(8, json().at("/endpoints/refunds.create/max_in_any_second").asInt());
         assertEquals(11, json().at("/all/admitted").asInt());
+        assertEquals(2499, json().at("/endpoints/refunds.create/first_to_last_ms").asLong(), "the span the 11 were admitted over");
+        limits.clearRecords();
+        assertEquals(0, json().at("/all/admitted").asInt());
+        assertEquals(true, json().get("on").asBoolean(), "cleared, the limits stay on");
+        assertNull(admitAt(3000, "refunds.create"));
+        assertNull(admitAt(3400, "refunds.create"));
+        assertEquals(400, json().at("/endpoints/refunds.create/first_to_last_ms").asLong(), "measured from after the clear");
         limits.reset();
         assertEquals(0, json().at("/all/admitted").asInt());
         assertEquals(false, json().get("on").asBoolean(), "a reset returns to the start-up configuration: off");

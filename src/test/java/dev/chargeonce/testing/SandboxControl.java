@@ -260,6 +260,11 @@ public final class SandboxControl {
         return get("/_sandbox/limits");
     }
 
+    /** Forgets what the limits admitted and refused so far, the limits kept: the next phase of a test is measured alone. */
+    public JsonNode clearLimitRecords() {
+        return post("/_sandbox/limits/clear");
+    }
+
     /** The most PaymentIntent creates Stripe admitted in any one second while the limits were on. */
     public int maxCreatesInAnySecond() {
         return limits().path("endpoints").path("payment_intents.create").path("max_in_any_second").asInt();
