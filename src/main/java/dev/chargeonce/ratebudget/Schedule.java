@@ -61,6 +61,38 @@ final class Schedule {
             """.formatted(RATE_NOW, RATE_NOW);
 
     /**
+     * Borrows one permit from the endpoint's other class whose schedule is free soonest (another class than
+     * {@code borrower}), when that is within {@code maxAheadMicros} and within the lender's own interval or
+     * {@code toleranceMicros}, whichever is longer: far enough to reach an idle lender's next slot (so a class alone
+     * has the whole rate), never further. A lender whose own requests wait in line is booked further ahead than that
+     * and lends nothing; one whose own demand is light lends at most its next slot, so its next request waits at most
+     * one interval more. Answers the lender's rate and class.
+     */
+    private static final String BORROW = """
+            WITH clock AS (SELECT (extract(epoch FROM statement_timestamp()) * 1e6)::bigint AS now_us),
+                 lender AS (
+                   SELECT b.account, b.endpoint, b.traffic_class, clock.now_us,
+                          greatest(b.booked_until_us, clock.now_us) AS start_us,
+                          greatest(1, (1e6 / %s)::bigint) AS interval_us,
+                          %s AS rate
+                     FROM stripe_rate_budget b, clock
+                    WHERE b.account = ? AND b.endpoint = ? AND b.traffic_class <> ?
+                    ORDER BY greatest(b.booked_until_us, clock.now_us)
+                    LIMIT 1
+                      FOR UPDATE OF b),
+                 reach AS (SELECT l.*, l.start_us - l.now_us <= least(?, greatest(?, l.interval_us)) AS granted FROM lender l)
+            UPDATE stripe_rate_budget b
+               SET booked_until_us = CASE WHEN r.granted THEN r.start_us + r.interval_us ELSE b.booked_until_us END
+              FROM reach r
+             WHERE b.account = r.account AND b.endpoint = r.endpoint AND b.traffic_class = r.traffic_class
+            RETURNING r.granted, r.start_us - r.now_us, r.interval_us, r.rate, r.traffic_class
+            """.formatted(RATE_NOW, RATE_NOW);
+
+    /** What a borrowing found: the booking, on the schedule of {@code lender}. */
+    record Borrowing(Booking booking, TrafficClass lender) {
+    }
+
+    /**
      * Stripe answered 429: every class of the endpoint drops to {@code factor} of its rate now (not below
      * {@code floor}), at most once per cooldown (one burst of 429s is one signal, not twenty).
      */
@@ -118,6 +150,28 @@ final class Schedule {
                     throw new IllegalStateException("no rate schedule " + key + " (it is created at start-up)");
                 }
                 return new Booking(rs.getBoolean(1), rs.getLong(2), rs.getLong(3), rs.getDouble(4));
+            }
+        } catch (SQLException e) {
+            throw DatabaseFailures.of(e);
+        }
+    }
+
+    /** Borrows one permit for {@code borrower} from the other class of its endpoint whose schedule is free soonest. */
+    Borrowing borrow(Key borrower, long maxAheadMicros, long toleranceMicros) {
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(BORROW)) {
+            ps.setDouble(1, increasePerSecond);
+            ps.setDouble(2, increasePerSecond);
+            ps.setString(3, borrower.account());
+            ps.setString(4, borrower.endpoint().id());
+            ps.setString(5, borrower.trafficClass().id());
+            ps.setLong(6, maxAheadMicros);
+            ps.setLong(7, toleranceMicros);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    throw new IllegalStateException("no rate schedule to borrow from for " + borrower + " (created at start-up)");
+                }
+                return new Borrowing(new Booking(rs.getBoolean(1), rs.getLong(2), rs.getLong(3), rs.getDouble(4)),
+                        TrafficClass.byId(rs.getString(5)));
             }
         } catch (SQLException e) {
             throw DatabaseFailures.of(e);

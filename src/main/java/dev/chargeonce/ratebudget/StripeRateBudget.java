@@ -182,20 +182,27 @@ public class StripeRateBudget {
     }
 
     /**
-     * Books permits into {@code pool}: its own schedule's if one is free now, else one the other classes leave idle
-     * now, else its own in line until the deadline. Null when some were booked; the refusal otherwise.
+     * Books permits into {@code pool}: its own schedule's if one is free now; else one from the other class whose
+     * schedule is free soonest, no further ahead than that class's next slot ({@link Schedule#borrow}: so a class
+     * alone has the whole rate the others leave idle, and takes nothing from one whose requests wait in line); else
+     * its own in line until the deadline. Null when some were booked; the refusal otherwise.
      */
     private Grant book(Schedule.Key own, LocalSlots pool, long deadlineNanos) {
         int batch = pool.batchSize(maxBatch(own));
         if (bookInto(own, pool, batch, toleranceNanos)) {
             return null;
         }
-        for (TrafficClass other : TrafficClass.values()) {
-            if (other != own.trafficClass() && bookInto(key(own.endpoint(), other), pool, 1, toleranceNanos)) {
-                return null;
-            }
-        }
         long maxAhead = Math.max(0, deadlineNanos - System.nanoTime());
+        Schedule.Borrowing borrowed = schedule.borrow(own, TimeUnit.NANOSECONDS.toMicros(maxAhead),
+                TimeUnit.NANOSECONDS.toMicros(toleranceNanos));
+        if (borrowed.lender() != null) {
+            seen(key(own.endpoint(), borrowed.lender()), borrowed.booking());
+        }
+        if (borrowed.booking().granted()) {
+            add(pool, borrowed.booking(), 1);
+            return null;
+        }
+        maxAhead = Math.max(0, deadlineNanos - System.nanoTime());
         Schedule.Booking inLine = schedule.book(own, batch, TimeUnit.NANOSECONDS.toMicros(maxAhead));
         seen(own, inLine);
         if (inLine.granted()) {

@@ -75,6 +75,8 @@ class RateBudgetWithReconciliationIT {
         config.put("chargeonce.stripe.budget.rates.\"payment_intents.create\"", Double.toString(CREATES_RATE));
         config.put("chargeonce.stripe.budget.rates.reads", Double.toString(READS_RATE));
         config.put("chargeonce.stripe.budget.rates.\"refunds.create\"", Double.toString(REFUNDS_RATE));
+        // The account's limit over all endpoints: the three rates fit under it, as the budget demands at start-up.
+        config.put("chargeonce.stripe.budget.global-rate", Double.toString(CREATES_RATE + READS_RATE + REFUNDS_RATE));
         // The operator's run is the only one: the schedule's first pass comes after the test, and the run goes on in
         // one pass of the instance it was asked of (its own pacing and back-off as in production).
         config.put("chargeonce.reconciliation.enabled", "true");
@@ -161,6 +163,10 @@ class RateBudgetWithReconciliationIT {
         // ...and reconciliation went on meanwhile, and finished, with what is there, each once (as in ReconciliationIT).
         assertTrue(pagesDuringBurst >= 10, "reconciliation read on during the burst: " + atBurst + " then " + afterBurst);
         assertEquals("completed", done.status(), "reconciliation finishes within two minutes of the burst: " + done);
+        // Out of the burst it has the reads the other classes leave idle, not only its floor (0.32 a second): at least
+        // half of the reads' rate over the whole run, the burst included.
+        assertTrue(done.pages() / runSeconds >= 0.5 * READS_RATE, String.format("reconciliation borrows the idle reads:"
+                + " %.2f pages a second of %.0f", done.pages() / runSeconds, READS_RATE));
         assertEquals(GHOSTS, findings("unknown_payment_intent"), "the payments of a key this service never saw, each once");
         assertEquals(OUTSIDE, findings("made_outside"), "the account's payments made outside the service, each once");
     }

@@ -130,6 +130,8 @@ class StripeRateBudgetTest {
                 });
             }
             threads.submit(() -> TrafficClass.UPKEEP.run(() -> {
+                // Once the foreground is busy: its schedule booked ahead by its own requests in line.
+                sleepQuietly(Duration.ofMillis(500));
                 while (System.nanoTime() < end) {
                     // Counted when the permit's time is within the 5 s (a wait may end after them).
                     if (budget.await(Endpoint.PAYMENT_INTENTS_CREATE, System.nanoTime() + Duration.ofSeconds(3).toNanos()).granted()
@@ -139,7 +141,7 @@ class StripeRateBudgetTest {
                 }
             }));
         }
-        // Upkeep's floor is 8% of 10 a second: 0.8 a second, 4 in 5 s.
+        // Upkeep's floor is 8% of 10 a second: 0.8 a second, 4 in 5 s (3.6 in the 4.5 s it asks).
         assertTrue(upkeep.get() >= 2, "background work never starves: " + upkeep.get());
         // It may borrow what recovery leaves idle (1.2 a second, 6 in 5 s, which the foreground borrows too), never
         // the busy foreground's own 8 a second: at most 4 + 6, and one for each window's edge.
@@ -157,6 +159,26 @@ class StripeRateBudgetTest {
             }
         });
         assertTrue(alone.get() >= 8, "alone, background work uses what the foreground leaves idle: " + alone.get());
+    }
+
+    @Test
+    void backgroundWorkAloneUsesTheWholeRateTheOtherClassesLeaveIdle() throws Exception {
+        // A reconciliation reading page after page while no charge is made: 4 a second for the endpoint, of which
+        // upkeep's own share is 0.32. The foreground's and recovery's slots are idle: it may have them all.
+        StripeRateBudget budget = budget(4);
+        AtomicInteger granted = new AtomicInteger();
+        long end = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        TrafficClass.UPKEEP.run(() -> {
+            while (System.nanoTime() < end) {
+                if (budget.await(Endpoint.READS, System.nanoTime() + Duration.ofSeconds(5).toNanos()).granted()
+                        && System.nanoTime() <= end) {
+                    granted.incrementAndGet();
+                }
+            }
+        });
+        // 20 in 5 s at the whole rate; 80% of it, for the first bookings and a busy machine. Its own share alone would
+        // be 2.
+        assertTrue(granted.get() >= 16, "alone, background work has the whole rate: " + granted.get() + " in 5 s of 20");
     }
 
     @Test
@@ -192,6 +214,14 @@ class StripeRateBudgetTest {
             most = Math.max(most, end - start + 1);
         }
         return most;
+    }
+
+    private static void sleepQuietly(Duration duration) {
+        try {
+            Thread.sleep(duration);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private StripeRateBudget budget(double rate) {
