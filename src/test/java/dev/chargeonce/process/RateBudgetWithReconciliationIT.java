@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.chargeonce.testing.ChargeClient;
 import dev.chargeonce.testing.ProcessEnvironment;
+import dev.chargeonce.testing.ReconciliationRuns;
+import dev.chargeonce.testing.ReconciliationRuns.Run;
 import dev.chargeonce.testing.SandboxControl;
 import dev.chargeonce.testing.ServiceProcess;
 import dev.chargeonce.testing.TestClients;
@@ -15,9 +17,6 @@ import java.io.IOException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -29,7 +28,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -61,6 +59,7 @@ class RateBudgetWithReconciliationIT {
     private static final int GHOSTS = 10;
 
     ProcessEnvironment env;
+    ReconciliationRuns runs;
     SandboxControl stripe;
     ServiceProcess instanceA;
     ServiceProcess instanceB;
@@ -70,6 +69,7 @@ class RateBudgetWithReconciliationIT {
     @BeforeAll
     void start() {
         env = new ProcessEnvironment("budgetrecon");
+        runs = new ReconciliationRuns(env);
         stripe = new SandboxControl(env.stripe.baseUrl());
         Map<String, String> config = env.serviceConfig();
         config.put("chargeonce.stripe.budget.rates.\"payment_intents.create\"", Double.toString(CREATES_RATE));
@@ -127,11 +127,11 @@ class RateBudgetWithReconciliationIT {
         stripe.clearLimitRecords();
         long runId = queueRun(instanceA, Instant.ofEpochSecond(now - 3 * 3600), Instant.ofEpochSecond(now - 1800));
         long runStarted = System.nanoTime();
-        awaitRun(runId, run -> run.pages() >= 5, Duration.ofSeconds(60), "reconciliation to be reading");
-        Run atBurst = run(runId);
+        runs.await(runId, run -> run.pages() >= 5, Duration.ofSeconds(60), "reconciliation to be reading");
+        Run atBurst = runs.run(runId);
         long readsBefore = stripe.limits().at("/all/admitted").asLong();
         Burst during = burst("during");
-        Run afterBurst = run(runId);
+        Run afterBurst = runs.run(runId);
         long readsDuringBurst = during.limits().at("/all/admitted").asLong() - during.createsAdmitted() - readsBefore;
         int pagesDuringBurst = afterBurst.pages() - atBurst.pages();
         System.out.printf("burst with reconciliation: %s; Stripe admitted %d reads meanwhile (%.1f a second, the reads' budget"
@@ -139,7 +139,7 @@ class RateBudgetWithReconciliationIT {
 
         // Reconciliation's floor alone (8% of the reads' 4 a second) would take over three minutes: it borrows the
         // reads the charges leave idle.
-        Run done = awaitRun(runId, run -> !run.status().equals("running") && !run.status().equals("queued"), Duration.ofSeconds(120));
+        Run done = runs.awaitOrAsItStands(runId, Run::over, Duration.ofSeconds(120));
         double runSeconds = (System.nanoTime() - runStarted) / 1e9;
         JsonNode end = stripe.limits();
         long admittedAll = end.at("/all/admitted").asLong();
@@ -167,8 +167,8 @@ class RateBudgetWithReconciliationIT {
         // half of the reads' rate over the whole run, the burst included.
         assertTrue(done.pages() / runSeconds >= 0.5 * READS_RATE, String.format("reconciliation borrows the idle reads:"
                 + " %.2f pages a second of %.0f", done.pages() / runSeconds, READS_RATE));
-        assertEquals(GHOSTS, findings("unknown_payment_intent"), "the payments of a key this service never saw, each once");
-        assertEquals(OUTSIDE, findings("made_outside"), "the account's payments made outside the service, each once");
+        assertEquals(GHOSTS, runs.findings("unknown_payment_intent"), "the payments of a key this service never saw, each once");
+        assertEquals(OUTSIDE, runs.findings("made_outside"), "the account's payments made outside the service, each once");
     }
 
     /**
@@ -274,50 +274,4 @@ class RateBudgetWithReconciliationIT {
         return Long.parseLong(queued.body().replaceAll(".*\"id\":(\\d+).*", "$1"));
     }
 
-    record Run(String status, int pages, int rateLimited) {
-    }
-
-    private Run run(long id) throws Exception {
-        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT status, pages, rate_limited FROM reconciliation_runs WHERE id = ?")) {
-            ps.setLong(1, id);
-            try (ResultSet rs = ps.executeQuery()) {
-                assertTrue(rs.next());
-                return new Run(rs.getString(1), rs.getInt(2), rs.getInt(3));
-            }
-        }
-    }
-
-    /** The run once {@code condition} holds, or as it stands after {@code timeout}. */
-    private Run awaitRun(long id, Predicate<Run> condition, Duration timeout) throws Exception {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        Run run = run(id);
-        while (!condition.test(run) && System.nanoTime() < deadline) {
-            Thread.sleep(100);
-            run = run(id);
-        }
-        return run;
-    }
-
-    private Run awaitRun(long id, Predicate<Run> condition, Duration timeout, String what) throws Exception {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        Run run = run(id);
-        while (!condition.test(run)) {
-            assertTrue(System.nanoTime() < deadline, "timed out waiting for " + what + ": " + run);
-            Thread.sleep(100);
-            run = run(id);
-        }
-        return run;
-    }
-
-    private long findings(String kind) throws Exception {
-        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT count(*) FROM reconciliation_findings WHERE kind = ?")) {
-            ps.setString(1, kind);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
-            }
-        }
-    }
 }

@@ -4,15 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.testing.ProcessEnvironment;
+import dev.chargeonce.testing.ReconciliationRuns;
+import dev.chargeonce.testing.ReconciliationRuns.Run;
 import dev.chargeonce.testing.SandboxControl;
 import dev.chargeonce.testing.ServiceProcess;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Base64;
@@ -35,6 +34,7 @@ class ReconciliationIT {
     static final String OPERATOR_PASSWORD = "ops-test-password";
 
     ProcessEnvironment env;
+    ReconciliationRuns runs;
     ServiceProcess first;
     ServiceProcess second;
     final HttpClient http = HttpClient.newHttpClient();
@@ -42,6 +42,7 @@ class ReconciliationIT {
     @BeforeEach
     void setUp() {
         env = new ProcessEnvironment("reconcile");
+        runs = new ReconciliationRuns(env);
     }
 
     @AfterEach
@@ -96,60 +97,24 @@ class ReconciliationIT {
         long runId = Long.parseLong(queued.body().replaceAll(".*\"id\":(\\d+).*", "$1"));
 
         // Half-way through the PaymentIntents, the instance running it dies.
-        awaitRun(runId, run -> run.pages() >= 150, Duration.ofSeconds(120), "the run to read 150 pages");
+        runs.await(runId, run -> run.pages() >= 150, Duration.ofSeconds(120), "the run to read 150 pages");
         first.kill9();
-        Run atKill = run(runId);
+        Run atKill = runs.run(runId);
         assertEquals("running", atKill.status(), "killed mid-run: " + atKill);
         assertTrue(atKill.pages() < PAGES_NEEDED - 100, "killed well before the end: " + atKill);
 
         second = ServiceProcess.start("reconcile-b", config());
-        Run done = awaitRun(runId, run -> run.status().equals("completed") || run.status().equals("failed"), Duration.ofSeconds(240),
+        Run done = runs.await(runId, run -> run.status().equals("completed") || run.status().equals("failed"), Duration.ofSeconds(240),
                 "the run to finish on the second instance");
         assertEquals("completed", done.status(), "run: " + done);
         assertTrue(done.pages() >= PAGES_NEEDED - 4 && done.pages() <= PAGES_NEEDED + 3,
                 "went on from its checkpoint, not from the start: " + done.pages() + " pages for " + PAGES_NEEDED + " needed");
         assertTrue(done.rateLimited() >= 3, "Stripe's 429s were waited out: " + done);
-        assertEquals(GHOSTS, findings("unknown_payment_intent"), "the ten payments of a key this service never saw, each once");
-        assertEquals(PAYMENT_INTENTS, findings("made_outside"), "the account's other payments, made outside the service, each once");
+        assertEquals(GHOSTS, runs.findings("unknown_payment_intent"), "the ten payments of a key this service never saw, each once");
+        assertEquals(PAYMENT_INTENTS, runs.findings("made_outside"), "the account's other payments, made outside the service, each once");
         System.out.printf("reconciliation of %d PaymentIntents: killed at page %d, completed on the second instance after %d pages"
                 + " (%d needed), %d rate-limited reads waited out%n", PAYMENT_INTENTS + GHOSTS, atKill.pages(), done.pages(),
                 PAGES_NEEDED, done.rateLimited());
-    }
-
-    record Run(String status, int pages, int rateLimited) {
-    }
-
-    Run run(long id) throws Exception {
-        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT status, pages, rate_limited FROM reconciliation_runs WHERE id = ?")) {
-            ps.setLong(1, id);
-            try (ResultSet rs = ps.executeQuery()) {
-                assertTrue(rs.next());
-                return new Run(rs.getString(1), rs.getInt(2), rs.getInt(3));
-            }
-        }
-    }
-
-    Run awaitRun(long id, java.util.function.Predicate<Run> condition, Duration timeout, String what) throws Exception {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        Run run = run(id);
-        while (!condition.test(run)) {
-            assertTrue(System.nanoTime() < deadline, "timed out waiting for " + what + ": " + run);
-            Thread.sleep(100);
-            run = run(id);
-        }
-        return run;
-    }
-
-    long findings(String kind) throws Exception {
-        try (Connection c = env.connect(); PreparedStatement ps = c.prepareStatement(
-                "SELECT count(*) FROM reconciliation_findings WHERE kind = ?")) {
-            ps.setString(1, kind);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
-            }
-        }
     }
 
     static String basic() {
