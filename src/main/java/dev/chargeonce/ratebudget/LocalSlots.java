@@ -17,6 +17,9 @@ final class LocalSlots {
     /** A booking ahead is under way (at most one at a time). */
     private final java.util.concurrent.atomic.AtomicBoolean refilling = new java.util.concurrent.atomic.AtomicBoolean();
 
+    /** The last booking found the schedule booked ahead (its requests wait in line): nothing is free now. */
+    private volatile boolean inLine;
+
     private final ArrayDeque<Long> slots = new ArrayDeque<>();
     private final long periodNanos;
     private int waiting;
@@ -77,6 +80,14 @@ final class LocalSlots {
             slots.pollFirst();
         }
         return slots.size() * 2 <= batch || slots.peekLast() + toleranceNanos - now < toleranceNanos / 4;
+    }
+
+    void inLine(boolean inLine) {
+        this.inLine = inLine;
+    }
+
+    boolean inLine() {
+        return inLine;
     }
 
     /** True for the one caller that may book ahead now. */

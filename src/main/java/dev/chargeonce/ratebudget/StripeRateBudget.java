@@ -189,7 +189,9 @@ public class StripeRateBudget {
      */
     private Grant book(Schedule.Key own, LocalSlots pool, long deadlineNanos) {
         int batch = pool.batchSize(maxBatch(own));
-        if (bookInto(own, pool, batch, toleranceNanos)) {
+        boolean freeNow = bookInto(own, pool, batch, toleranceNanos);
+        pool.inLine(!freeNow);
+        if (freeNow) {
             return null;
         }
         long maxAhead = Math.max(0, deadlineNanos - System.nanoTime());
@@ -241,11 +243,12 @@ public class StripeRateBudget {
      * When this request took one of the last slots of a steady flow, or the slots left are about to be dropped, the
      * next batch is booked now, on a thread of its own, so that the requests to come find slots instead of each
      * booking on its way to Stripe. Only a batch free now (the schedule not booked ahead): one booked in line is for
-     * requests that wait, and they book it themselves.
+     * requests that wait, and they book it themselves (so nothing is booked ahead while the last booking found the
+     * schedule booked ahead: at the rate, such a statement would find nothing).
      */
     private void refillAhead(Schedule.Key own, LocalSlots pool) {
         int batch = pool.batchSize(maxBatch(own));
-        if (batch < 2 || !pool.runningOut(System.nanoTime(), toleranceNanos, batch) || !pool.startRefill()) {
+        if (batch < 2 || pool.inLine() || !pool.runningOut(System.nanoTime(), toleranceNanos, batch) || !pool.startRefill()) {
             return;
         }
         Thread.startVirtualThread(() -> {
