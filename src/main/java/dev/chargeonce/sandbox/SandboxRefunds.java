@@ -269,7 +269,8 @@ public final class SandboxRefunds {
                 .append(",\"payment_intent\":").append(SandboxJson.quote(refund.paymentIntentId()))
                 .append(",\"status\":").append(SandboxJson.quote(refund.status()))
                 .append(",\"reason\":").append(SandboxJson.quote(refund.reason()))
-                .append(",\"failure_reason\":").append(SandboxJson.quote(refund.failureReason()))
+                // Stripe sends failure_reason only on a refund that failed: absent otherwise, never null.
+                .append(refund.failureReason() == null ? "" : ",\"failure_reason\":" + SandboxJson.quote(refund.failureReason()))
                 .append(",\"created\":").append(refund.created())
                 .append(",\"metadata\":{");
         int i = 0;

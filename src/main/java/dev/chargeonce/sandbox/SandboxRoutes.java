@@ -105,7 +105,8 @@ final class SandboxRoutes {
             return refunds.handle(method, path, query, form, headers.get("Idempotency-Key"));
         }
         if (method.equals("POST") && path.startsWith("/v1/payment_intents/") && path.endsWith("/cancel")) {
-            return intents.cancel(path.substring("/v1/payment_intents/".length(), path.length() - "/cancel".length()));
+            return intents.cancel(path.substring("/v1/payment_intents/".length(), path.length() - "/cancel".length()),
+                    SandboxHttp.parseForm(body));
         }
         if (method.equals("POST") && path.equals("/v1/customers")) {
             return customers.create(SandboxHttp.parseForm(body));

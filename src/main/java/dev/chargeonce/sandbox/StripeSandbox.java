@@ -58,12 +58,39 @@ import java.util.Map;
  */
 public final class StripeSandbox implements AutoCloseable {
 
-    /** One PaymentIntent the sandbox created: the ledger is the source of truth for "charged exactly once". */
+    /**
+     * One PaymentIntent the sandbox created: the ledger is the source of truth for "charged exactly once".
+     * {@code canceledAt} (epoch seconds) and {@code cancellationReason} are null until it is canceled.
+     */
     public record PaymentIntent(String id, long amount, String currency, String status, String paymentMethod,
                                 String customer, String description, Map<String, String> metadata, long created,
-                                long createdNanos, String idempotencyKey, String declineCode) {
+                                long createdNanos, String idempotencyKey, String declineCode, Long canceledAt,
+                                String cancellationReason) {
+
+        /** A PaymentIntent that was never canceled. */
+        public PaymentIntent(String id, long amount, String currency, String status, String paymentMethod, String customer,
+                             String description, Map<String, String> metadata, long created, long createdNanos,
+                             String idempotencyKey, String declineCode) {
+            this(id, amount, currency, status, paymentMethod, customer, description, metadata, created, createdNanos,
+                    idempotencyKey, declineCode, null, null);
+        }
+
         public boolean charged() {
             return "succeeded".equals(status);
+        }
+
+        /**
+         * A charge was attempted for it (succeeded, declined, or pending at the bank): what its {@code latest_charge}
+         * names. A PaymentIntent waiting for 3-D Secure has none yet.
+         */
+        public boolean chargeAttempted() {
+            return charged() || "processing".equals(status) || declineCode != null;
+        }
+
+        /** Canceled now, for {@code reason} (null: none given). */
+        PaymentIntent canceled(long at, String reason) {
+            return new PaymentIntent(id, amount, currency, "canceled", paymentMethod, customer, description, metadata, created,
+                    createdNanos, idempotencyKey, declineCode, at, reason);
         }
     }
 
