@@ -52,7 +52,7 @@ final class SandboxPaymentIntents {
 
     /** {@code POST /v1/payment_intents}: created and confirmed at once. */
     Response create(String idempotencyKey, Map<String, String> params) {
-        return answers.idempotent("/v1/payment_intents", idempotencyKey, params, this::execute);
+        return answers.idempotent("/v1/payment_intents", idempotencyKey, params, SandboxPaymentIntents::invalid, this::execute);
     }
 
     /** {@code GET /v1/payment_intents/{id}}. */
@@ -63,10 +63,17 @@ final class SandboxPaymentIntents {
                 : Response.json(200, toJson(pi));
     }
 
-    private Response execute(String idempotencyKey, Map<String, String> params, String planned) {
-        if (planned.equals("fail_before") || (planned.isEmpty() && faults.consumeFailBefore())) {
-            return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: before charging).", null));
-        }
+    /** The test payment methods the sandbox knows (Stripe's test tokens, and a bank debit that stays processing). */
+    private static final List<String> PAYMENT_METHODS = List.of("pm_card_visa", "pm_card_mastercard", "pm_card_amex",
+            "pm_card_chargeDeclined", "pm_card_visa_chargeDeclinedInsufficientFunds", "pm_card_authenticationRequired",
+            "pm_card_threeDSecure2Required", "pm_sandbox_processing");
+
+    /**
+     * A create's parameter validation, before anything executes (null: valid). Its 400 is not saved for the
+     * request's Idempotency-Key (see {@link SandboxIdempotency}). A payment method the sandbox does not know counts as
+     * a parameter naming no object, as Stripe's {@code resource_missing}.
+     */
+    static Response invalid(Map<String, String> params) {
         String amountText = params.get("amount");
         if (amountText == null) {
             return Response.json(400, error("invalid_request_error", "parameter_missing", "Missing required param: amount.", "amount"));
@@ -89,21 +96,37 @@ final class SandboxPaymentIntents {
             return Response.json(400, error("invalid_request_error", "parameter_missing", "Missing or invalid currency.", "currency"));
         }
         String paymentMethod = params.get("payment_method");
-        if (paymentMethod == null || !paymentMethod.startsWith("pm_")) {
+        if (!PAYMENT_METHODS.contains(paymentMethod)) {
             return Response.json(400, error("invalid_request_error", "resource_missing",
                     "No such PaymentMethod: '" + paymentMethod + "'", "payment_method"));
         }
+        if (metadata(params).size() > 50) {
+            // Stripe's limit, which the service's own three keys count against.
+            return Response.json(400, error("invalid_request_error", "parameter_invalid",
+                    "You can specify up to 50 keys in metadata.", "metadata"));
+        }
+        return null;
+    }
+
+    private static Map<String, String> metadata(Map<String, String> params) {
         Map<String, String> metadata = new LinkedHashMap<>();
         params.forEach((k, v) -> {
             if (k.startsWith("metadata[") && k.endsWith("]")) {
                 metadata.put(k.substring(9, k.length() - 1), v);
             }
         });
-        if (metadata.size() > 50) {
-            // Stripe's limit, which the service's own three keys count against.
-            return Response.json(400, error("invalid_request_error", "parameter_invalid",
-                    "You can specify up to 50 keys in metadata.", "metadata"));
+        return metadata;
+    }
+
+    /** A create whose parameters were validated ({@link #invalid}). */
+    private Response execute(String idempotencyKey, Map<String, String> params, String planned) {
+        if (planned.equals("fail_before") || (planned.isEmpty() && faults.consumeFailBefore())) {
+            return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: before charging).", null));
         }
+        long amount = Long.parseLong(params.get("amount"));
+        String currency = params.get("currency");
+        String paymentMethod = params.get("payment_method");
+        Map<String, String> metadata = metadata(params);
         String status;
         String declineCode = null;
         switch (paymentMethod) {
@@ -111,11 +134,7 @@ final class SandboxPaymentIntents {
             case "pm_card_visa_chargeDeclinedInsufficientFunds" -> { status = "requires_payment_method"; declineCode = "insufficient_funds"; }
             case "pm_card_authenticationRequired", "pm_card_threeDSecure2Required" -> status = "requires_action";
             case "pm_sandbox_processing" -> status = "processing";
-            case "pm_card_visa", "pm_card_mastercard", "pm_card_amex" -> status = "succeeded";
-            default -> {
-                return Response.json(400, error("invalid_request_error", "resource_missing",
-                        "No such PaymentMethod: '" + paymentMethod + "'", "payment_method"));
-            }
+            default -> status = "succeeded";
         }
         long created = params.containsKey("__sandbox_created") ? Long.parseLong(params.get("__sandbox_created"))
                 : System.currentTimeMillis() / 1000;

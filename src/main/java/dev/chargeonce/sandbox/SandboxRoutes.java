@@ -82,10 +82,24 @@ final class SandboxRoutes {
             return control(method, path, query);
         }
         apiRequests.incrementAndGet();
-        if (!headers.getOrDefault("Authorization", "").startsWith("Bearer sk_")) {
-            return Response.json(401, error("invalid_request_error", null, "Invalid API Key provided.", null));
+        Response answer = !headers.getOrDefault("Authorization", "").startsWith("Bearer sk_")
+                ? Response.json(401, error("invalid_request_error", null, "Invalid API Key provided.", null))
+                : limits.apply(endpoint(method, path), () -> api(method, path, query, headers, body));
+        return echoIdempotencyKey(method, headers.get("Idempotency-Key"), answer);
+    }
+
+    /**
+     * Stripe's API answers a POST with the request's {@code Idempotency-Key} header (stripe-java reads it as
+     * {@code StripeResponse.idempotencyKey()}); an answer's own header (the edge's empty one: no such header) wins.
+     */
+    private static Response echoIdempotencyKey(String method, String idempotencyKey, Response answer) {
+        if (answer == null || idempotencyKey == null || !method.equals("POST")) {
+            return answer;
         }
-        return limits.apply(endpoint(method, path), () -> api(method, path, query, headers, body));
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("Idempotency-Key", idempotencyKey);
+        headers.putAll(answer.headers());
+        return new Response(answer.status(), answer.body(), headers);
     }
 
     /** A request to Stripe's API that its rate limits admitted. */
