@@ -82,22 +82,29 @@ final class SandboxRoutes {
             return control(method, path, query);
         }
         apiRequests.incrementAndGet();
+        String requestId = "req_" + SandboxJson.randomId(14);
+        String idempotencyKey = headers.get("Idempotency-Key");
         Response answer = !headers.getOrDefault("Authorization", "").startsWith("Bearer sk_")
                 ? Response.json(401, error("invalid_request_error", null, "Invalid API Key provided.", null))
-                : limits.apply(endpoint(method, path), () -> api(method, path, query, headers, body));
-        return echoIdempotencyKey(method, headers.get("Idempotency-Key"), answer);
+                : SandboxWebhooks.causedBy(new SandboxWebhooks.CausingRequest(requestId, idempotencyKey),
+                        () -> limits.apply(endpoint(method, path), () -> api(method, path, query, headers, body)));
+        return withRequestHeaders(method, requestId, idempotencyKey, answer);
     }
 
     /**
-     * Stripe's API answers a POST with the request's {@code Idempotency-Key} header (stripe-java reads it as
-     * {@code StripeResponse.idempotencyKey()}); an answer's own header (the edge's empty one: no such header) wins.
+     * Stripe's headers of an API answer: its {@code Request-Id} (the one its events name) and, on a POST, the
+     * request's {@code Idempotency-Key} echoed back (stripe-java reads it as {@code StripeResponse.idempotencyKey()});
+     * an answer's own headers win (the edge's empty ones: no such header).
      */
-    private static Response echoIdempotencyKey(String method, String idempotencyKey, Response answer) {
-        if (answer == null || idempotencyKey == null || !method.equals("POST")) {
-            return answer;
+    private static Response withRequestHeaders(String method, String requestId, String idempotencyKey, Response answer) {
+        if (answer == null) {
+            return null;
         }
         Map<String, String> headers = new LinkedHashMap<>();
-        headers.put("Idempotency-Key", idempotencyKey);
+        headers.put("Request-Id", requestId);
+        if (idempotencyKey != null && method.equals("POST")) {
+            headers.put("Idempotency-Key", idempotencyKey);
+        }
         headers.putAll(answer.headers());
         return new Response(answer.status(), answer.body(), headers);
     }
