@@ -11,7 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class SandboxCustomers {
 
-    /** Customers, by id, as their JSON (id, object, metadata). */
+    /** Customers, by id, as their JSON (id, object, created, livemode, metadata: what Stripe always sends). */
     private final Map<String, String> customers = new ConcurrentHashMap<>();
 
     /** {@code POST /v1/customers}. */
@@ -24,7 +24,7 @@ final class SandboxCustomers {
                         .append(':').append(SandboxJson.quote(v));
             }
         });
-        String json = "{\"id\":" + SandboxJson.quote(id) + ",\"object\":\"customer\",\"metadata\":{" + metadata + "}}";
+        String json = toJson(id, metadata.toString());
         customers.put(id, json);
         return Response.json(200, json);
     }
@@ -40,9 +40,14 @@ final class SandboxCustomers {
     Response control(Map<String, String> query) {
         String id = query.getOrDefault("id", "cus_" + SandboxJson.randomId(14));
         String client = query.get("client");
-        String json = "{\"id\":" + SandboxJson.quote(id) + ",\"object\":\"customer\",\"metadata\":{"
-                + (client == null ? "" : "\"chargeonce_client_id\":" + SandboxJson.quote(client)) + "}}";
+        String json = toJson(id, client == null ? "" : "\"chargeonce_client_id\":" + SandboxJson.quote(client));
         customers.put(id, json);
         return Response.json(200, json);
+    }
+
+    /** A customer made now, its metadata's members already written as JSON. */
+    private static String toJson(String id, String metadataMembers) {
+        return "{\"id\":" + SandboxJson.quote(id) + ",\"object\":\"customer\",\"created\":" + System.currentTimeMillis() / 1000
+                + ",\"livemode\":false,\"metadata\":{" + metadataMembers + "}}";
     }
 }

@@ -9,15 +9,27 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Stripe's idempotency, for every create (PaymentIntents and refunds alike), with the fault switches that reach a
- * create: the same key and the same parameters replay the first answer (even a 500) with
+ * create: the same key and the same parameters replay the first answer (even a 500, or a 402 decline) with
  * {@code Idempotent-Replayed: true}; the same key and other parameters answer {@code 400 idempotency_error}; a key
- * whose first request is still running answers {@code 409}; 429s and an edge's 5xx are not stored. A key is bound to
- * its endpoint and its parameters.
+ * whose first request is still running answers {@code 409}; 429s, an edge's 5xx and a request that failed parameter
+ * validation are not stored. A key is bound to its endpoint and its parameters.
+ *
+ * <p>Stripe (https://docs.stripe.com/api/idempotent_requests): "Results are only saved if an API endpoint started
+ * executing. If incoming parameters failed validation, or the request conflicted with another that was executing
+ * concurrently, no idempotent result is saved because no API endpoint began execution. You can retry these
+ * requests." So a create refused by its {@link Validation} leaves its key free: the same key with fixed parameters
+ * runs. A refusal that comes from the state of things once the endpoint ran (a refund of more than is left) is saved.
  */
 final class SandboxIdempotency {
 
     /** What a key's first request answered ({@code finished} false: it is still running). */
     private record StoredAnswer(String paramsFingerprint, int status, String body, boolean finished) {
+    }
+
+    /** A create's parameter validation, before its endpoint executes: its 400, or null when the parameters are valid. */
+    @FunctionalInterface
+    interface Validation {
+        Response refusal(Map<String, String> params);
     }
 
     /** How a create request is carried out once the key lets it run ({@code planned}: the plan's step, or ""). */
@@ -26,9 +38,9 @@ final class SandboxIdempotency {
         Response execute(String idempotencyKey, Map<String, String> params, String planned);
     }
 
-    /** A 5xx from Stripe's edge: HTML, no {@code Request-Id}, never a stored answer of the key. */
+    /** A 5xx from Stripe's edge: HTML, no {@code Request-Id} nor {@code Idempotency-Key}, never a stored answer of the key. */
     private static final Response EDGE_ERROR = new Response(502, "<html><body><h1>502 Bad Gateway</h1></body></html>",
-            Map.of("Content-Type", "text/html", "Request-Id", ""));
+            Map.of("Content-Type", "text/html", "Request-Id", "", "Idempotency-Key", ""));
 
     private final SandboxFaults faults;
     private final Map<String, StoredAnswer> answers = new ConcurrentHashMap<>();
@@ -44,7 +56,8 @@ final class SandboxIdempotency {
      * create (PaymentIntents and refunds alike), and a key is bound to its endpoint and parameters. Null: the
      * connection is dropped without an answer.
      */
-    Response idempotent(String endpoint, String idempotencyKey, Map<String, String> params, Execution execution) {
+    Response idempotent(String endpoint, String idempotencyKey, Map<String, String> params, Validation validation,
+                        Execution execution) {
         createRequests.incrementAndGet();
         SandboxFaults.Step step = faults.nextStep();
         String kind = step == null ? "" : step.kind();
@@ -58,8 +71,8 @@ final class SandboxIdempotency {
                     "Too many requests hit the API too quickly.", null), Map.of());
         }
         String fingerprint = endpoint + " " + new TreeMap<>(params);
+        StoredAnswer running = new StoredAnswer(fingerprint, 0, null, false);
         if (idempotencyKey != null) {
-            StoredAnswer running = new StoredAnswer(fingerprint, 0, null, false);
             StoredAnswer previous = answers.putIfAbsent(idempotencyKey, running);
             if (previous != null) {
                 if (!previous.paramsFingerprint().equals(fingerprint)) {
@@ -84,6 +97,14 @@ final class SandboxIdempotency {
                 faults.awaitRelease(step.millis());
             } else {
                 SandboxFaults.sleep(kind.equals("slow") ? step.millis() : faults.latencyMillis());
+            }
+            Response refusal = validation.refusal(params);
+            if (refusal != null) {
+                // No endpoint began executing: nothing is saved for the key, which a retry may use again.
+                if (idempotencyKey != null) {
+                    answers.remove(idempotencyKey, running);
+                }
+                return maybeDrop(refusal, kind.equals("drop"));
             }
             answer = execution.execute(idempotencyKey, params, kind);
         } finally {

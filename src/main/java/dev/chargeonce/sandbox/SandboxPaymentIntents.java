@@ -23,6 +23,9 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class SandboxPaymentIntents {
 
+    /** Stripe's largest amount for most currencies, in their smallest unit (99,999,999 cents: $999,999.99). */
+    static final long MAX_AMOUNT = 99_999_999L;
+
     private final SandboxIdempotency answers;
     private final SandboxFaults faults;
     private final SandboxWebhooks webhooks;
@@ -49,7 +52,7 @@ final class SandboxPaymentIntents {
 
     /** {@code POST /v1/payment_intents}: created and confirmed at once. */
     Response create(String idempotencyKey, Map<String, String> params) {
-        return answers.idempotent("/v1/payment_intents", idempotencyKey, params, this::execute);
+        return answers.idempotent("/v1/payment_intents", idempotencyKey, params, SandboxPaymentIntents::invalid, this::execute);
     }
 
     /** {@code GET /v1/payment_intents/{id}}. */
@@ -60,10 +63,17 @@ final class SandboxPaymentIntents {
                 : Response.json(200, toJson(pi));
     }
 
-    private Response execute(String idempotencyKey, Map<String, String> params, String planned) {
-        if (planned.equals("fail_before") || (planned.isEmpty() && faults.consumeFailBefore())) {
-            return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: before charging).", null));
-        }
+    /** The test payment methods the sandbox knows (Stripe's test tokens, and a bank debit that stays processing). */
+    private static final List<String> PAYMENT_METHODS = List.of("pm_card_visa", "pm_card_mastercard", "pm_card_amex",
+            "pm_card_chargeDeclined", "pm_card_visa_chargeDeclinedInsufficientFunds", "pm_card_authenticationRequired",
+            "pm_card_threeDSecure2Required", "pm_sandbox_processing");
+
+    /**
+     * A create's parameter validation, before anything executes (null: valid). Its 400 is not saved for the
+     * request's Idempotency-Key (see {@link SandboxIdempotency}). A payment method the sandbox does not know counts as
+     * a parameter naming no object, as Stripe's {@code resource_missing}.
+     */
+    static Response invalid(Map<String, String> params) {
         String amountText = params.get("amount");
         if (amountText == null) {
             return Response.json(400, error("invalid_request_error", "parameter_missing", "Missing required param: amount.", "amount"));
@@ -74,29 +84,49 @@ final class SandboxPaymentIntents {
         } catch (NumberFormatException e) {
             return Response.json(400, error("invalid_request_error", "parameter_invalid_integer", "Invalid integer: " + amountText, "amount"));
         }
-        if (amount < 1 || amount > 99_999_999L) {
-            return Response.json(400, error("invalid_request_error", "amount_too_small", "Amount must be at least 1 and at most 99999999.", "amount"));
+        if (amount < 1) {
+            return Response.json(400, error("invalid_request_error", "amount_too_small", "Amount must be at least 1.", "amount"));
+        }
+        if (amount > MAX_AMOUNT) {
+            return Response.json(400, error("invalid_request_error", "amount_too_large",
+                    "Amount must be no more than " + MAX_AMOUNT + " in the currency's smallest unit.", "amount"));
         }
         String currency = params.getOrDefault("currency", "");
         if (!currency.matches("[a-z]{3}")) {
             return Response.json(400, error("invalid_request_error", "parameter_missing", "Missing or invalid currency.", "currency"));
         }
         String paymentMethod = params.get("payment_method");
-        if (paymentMethod == null || !paymentMethod.startsWith("pm_")) {
+        if (!PAYMENT_METHODS.contains(paymentMethod)) {
             return Response.json(400, error("invalid_request_error", "resource_missing",
                     "No such PaymentMethod: '" + paymentMethod + "'", "payment_method"));
         }
+        if (metadata(params).size() > 50) {
+            // Stripe's limit, which the service's own three keys count against.
+            return Response.json(400, error("invalid_request_error", "parameter_invalid",
+                    "You can specify up to 50 keys in metadata.", "metadata"));
+        }
+        return null;
+    }
+
+    private static Map<String, String> metadata(Map<String, String> params) {
         Map<String, String> metadata = new LinkedHashMap<>();
         params.forEach((k, v) -> {
             if (k.startsWith("metadata[") && k.endsWith("]")) {
                 metadata.put(k.substring(9, k.length() - 1), v);
             }
         });
-        if (metadata.size() > 50) {
-            // Stripe's limit, which the service's own three keys count against.
-            return Response.json(400, error("invalid_request_error", "parameter_invalid",
-                    "You can specify up to 50 keys in metadata.", "metadata"));
+        return metadata;
+    }
+
+    /** A create whose parameters were validated ({@link #invalid}). */
+    private Response execute(String idempotencyKey, Map<String, String> params, String planned) {
+        if (planned.equals("fail_before") || (planned.isEmpty() && faults.consumeFailBefore())) {
+            return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: before charging).", null));
         }
+        long amount = Long.parseLong(params.get("amount"));
+        String currency = params.get("currency");
+        String paymentMethod = params.get("payment_method");
+        Map<String, String> metadata = metadata(params);
         String status;
         String declineCode = null;
         switch (paymentMethod) {
@@ -104,11 +134,7 @@ final class SandboxPaymentIntents {
             case "pm_card_visa_chargeDeclinedInsufficientFunds" -> { status = "requires_payment_method"; declineCode = "insufficient_funds"; }
             case "pm_card_authenticationRequired", "pm_card_threeDSecure2Required" -> status = "requires_action";
             case "pm_sandbox_processing" -> status = "processing";
-            case "pm_card_visa", "pm_card_mastercard", "pm_card_amex" -> status = "succeeded";
-            default -> {
-                return Response.json(400, error("invalid_request_error", "resource_missing",
-                        "No such PaymentMethod: '" + paymentMethod + "'", "payment_method"));
-            }
+            default -> status = "succeeded";
         }
         long created = params.containsKey("__sandbox_created") ? Long.parseLong(params.get("__sandbox_created"))
                 : System.currentTimeMillis() / 1000;
@@ -129,8 +155,10 @@ final class SandboxPaymentIntents {
             return Response.json(500, error("api_error", null, "An unknown error occurred (sandbox: after charging).", null));
         }
         if (declineCode != null) {
+            // As Stripe's: the declined charge, the payment method it was attempted with, and the PaymentIntent.
             String err = "{\"error\":{\"type\":\"card_error\",\"code\":\"card_declined\",\"decline_code\":\"" + declineCode
-                    + "\",\"message\":\"Your card was declined.\",\"param\":\"payment_method\",\"payment_intent\":" + toJson(pi) + "}}";
+                    + "\",\"message\":\"Your card was declined.\",\"param\":\"payment_method\",\"charge\":" + quote(chargeId(pi))
+                    + ",\"payment_method\":" + paymentMethodJson(pi) + ",\"payment_intent\":" + toJson(pi) + "}}";
             return Response.json(402, err);
         }
         return Response.json(200, toJson(pi));
@@ -196,14 +224,25 @@ final class SandboxPaymentIntents {
         return listOrder;
     }
 
-    /** {@code POST /v1/payment_intents/{id}/cancel}: only a PaymentIntent that is not final can be canceled. */
-    Response cancel(String paymentIntentId) {
+    /** What Stripe takes as a {@code cancellation_reason}. */
+    private static final List<String> CANCELLATION_REASONS = List.of("duplicate", "fraudulent", "requested_by_customer", "abandoned");
+
+    /**
+     * {@code POST /v1/payment_intents/{id}/cancel} ({@code cancellation_reason} optional): only a PaymentIntent that is
+     * not final can be canceled; it records when ({@code canceled_at}) and why.
+     */
+    Response cancel(String paymentIntentId, Map<String, String> form) {
+        String reason = form.get("cancellation_reason");
+        if (reason != null && !CANCELLATION_REASONS.contains(reason)) {
+            return Response.json(400, error("invalid_request_error", null, "Invalid cancellation_reason: must be one of "
+                    + String.join(", ", CANCELLATION_REASONS), "cancellation_reason"));
+        }
         synchronized (transitions) {
-            return cancelLocked(paymentIntentId);
+            return cancelLocked(paymentIntentId, reason);
         }
     }
 
-    private Response cancelLocked(String paymentIntentId) {
+    private Response cancelLocked(String paymentIntentId, String reason) {
         PaymentIntent pi = intents.get(paymentIntentId);
         if (pi == null) {
             return Response.json(404, error("invalid_request_error", "resource_missing", "No such payment_intent", "intent"));
@@ -212,9 +251,7 @@ final class SandboxPaymentIntents {
             return Response.json(400, error("invalid_request_error", "payment_intent_unexpected_state",
                     "You cannot cancel this PaymentIntent because it has a status of " + pi.status() + ".", null));
         }
-        PaymentIntent canceled = new PaymentIntent(pi.id(), pi.amount(), pi.currency(), "canceled", pi.paymentMethod(),
-                pi.customer(), pi.description(), pi.metadata(), pi.created(), pi.createdNanos(), pi.idempotencyKey(),
-                pi.declineCode());
+        PaymentIntent canceled = pi.canceled(System.currentTimeMillis() / 1000, reason);
         replace(canceled);
         webhooks.emit("payment_intent.canceled", toJson(canceled));
         return Response.json(200, toJson(canceled));
@@ -272,7 +309,7 @@ final class SandboxPaymentIntents {
         }
         PaymentIntent older = new PaymentIntent(pi.id(), pi.amount(), pi.currency(), pi.status(), pi.paymentMethod(),
                 pi.customer(), pi.description(), pi.metadata(), pi.created() - seconds, pi.createdNanos(),
-                pi.idempotencyKey(), pi.declineCode());
+                pi.idempotencyKey(), pi.declineCode(), pi.canceledAt(), pi.cancellationReason());
         intents.put(pi.id(), older);
         synchronized (ledger) {
             ledger.replaceAll(p -> p.id().equals(pi.id()) ? older : p);
@@ -294,7 +331,7 @@ final class SandboxPaymentIntents {
             return Response.json(400, error("invalid_request_error", "parameter_invalid_integer", "Invalid integer: " + query.get("amount"), "amount"));
         }
         String currency = query.getOrDefault("currency", "usd");
-        if (amount < 1 || amount > 99_999_999L || !currency.matches("[a-z]{3}")) {
+        if (amount < 1 || amount > MAX_AMOUNT || !currency.matches("[a-z]{3}")) {
             return Response.json(400, error("invalid_request_error", "parameter_invalid", "Invalid amount or currency.", "amount"));
         }
         PaymentIntent pi = new PaymentIntent("pi_" + SandboxJson.randomId(24), amount, currency, "succeeded", "pm_card_visa",
@@ -384,6 +421,32 @@ final class SandboxPaymentIntents {
         return ledger().stream().filter(pi -> chargeId.equals(pi.metadata().get("chargeonce_charge_id"))).toList();
     }
 
+    /** The id of a PaymentIntent's charge (one per PaymentIntent here: it is never confirmed twice). */
+    static String chargeId(PaymentIntent pi) {
+        return "ch_" + pi.id().substring("pi_".length());
+    }
+
+    /** The card of a sandbox test payment method ({@code pm_card_...}): brand and last four digits, as Stripe's test cards. */
+    private static String[] card(String paymentMethod) {
+        return switch (paymentMethod) {
+            case "pm_card_chargeDeclined" -> new String[] {"visa", "0002"};
+            case "pm_card_visa_chargeDeclinedInsufficientFunds" -> new String[] {"visa", "9995"};
+            case "pm_card_mastercard" -> new String[] {"mastercard", "4444"};
+            case "pm_card_amex" -> new String[] {"amex", "8431"};
+            default -> new String[] {"visa", "4242"};
+        };
+    }
+
+    /** The PaymentMethod a PaymentIntent was confirmed with, as Stripe's error object carries it. */
+    static String paymentMethodJson(PaymentIntent pi) {
+        String[] card = card(pi.paymentMethod());
+        return "{\"id\":" + quote(pi.paymentMethod()) + ",\"object\":\"payment_method\",\"type\":\"card\""
+                + ",\"billing_details\":{\"address\":null,\"email\":null,\"name\":null,\"phone\":null}"
+                + ",\"card\":{\"brand\":" + quote(card[0]) + ",\"last4\":" + quote(card[1])
+                + ",\"exp_month\":12,\"exp_year\":2034,\"funding\":\"credit\",\"country\":\"US\"}"
+                + ",\"created\":" + pi.created() + ",\"customer\":" + quote(pi.customer()) + ",\"livemode\":false,\"metadata\":{}}";
+    }
+
     /** A PaymentIntent as Stripe's API writes it. */
     static String toJson(PaymentIntent pi) {
         StringBuilder json = new StringBuilder(512)
@@ -398,7 +461,9 @@ final class SandboxPaymentIntents {
                 .append(",\"description\":").append(quote(pi.description()))
                 .append(",\"created\":").append(pi.created())
                 .append(",\"livemode\":false")
-                .append(",\"latest_charge\":").append(pi.charged() ? quote("ch_" + pi.id().substring(3)) : "null")
+                .append(",\"latest_charge\":").append(pi.chargeAttempted() ? quote(chargeId(pi)) : "null")
+                .append(",\"canceled_at\":").append(pi.canceledAt() == null ? "null" : pi.canceledAt().toString())
+                .append(",\"cancellation_reason\":").append(quote(pi.cancellationReason()))
                 .append(",\"metadata\":{");
         int i = 0;
         for (Map.Entry<String, String> e : new TreeMap<>(pi.metadata()).entrySet()) {

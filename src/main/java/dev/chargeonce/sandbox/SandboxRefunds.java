@@ -45,7 +45,7 @@ public final class SandboxRefunds {
     Response handle(String method, String path, Map<String, String> query, Map<String, String> form, String idempotencyKey) {
         if (method.equals("POST") && path.equals("/v1/refunds")) {
             createRequests.incrementAndGet();
-            return answers.idempotent("/v1/refunds", idempotencyKey, form, this::create);
+            return answers.idempotent("/v1/refunds", idempotencyKey, form, this::invalid, this::create);
         }
         if (method.equals("GET") && path.equals("/v1/refunds")) {
             Response limited = faults.listRateLimited();
@@ -61,13 +61,39 @@ public final class SandboxRefunds {
         return Response.json(404, SandboxJson.error("invalid_request_error", null, "Unrecognized request URL (" + method + ": " + path + ")", null));
     }
 
+    /**
+     * A refund's parameter validation, before anything executes (null: valid): a PaymentIntent that exists, an
+     * amount that is a positive integer. Its 400 is not saved for the key (see {@link SandboxIdempotency}); what the
+     * PaymentIntent's state refuses (nothing to refund, more than is left) is decided by the endpoint, and saved.
+     */
+    private Response invalid(Map<String, String> params) {
+        if (intents.get(params.getOrDefault("payment_intent", "")) == null) {
+            return Response.json(400, SandboxJson.error("invalid_request_error", "resource_missing",
+                    "No such payment_intent: '" + params.get("payment_intent") + "'", "payment_intent"));
+        }
+        if (params.containsKey("amount")) {
+            long amount;
+            try {
+                amount = Long.parseLong(params.get("amount"));
+            } catch (NumberFormatException e) {
+                amount = 0;
+            }
+            if (amount < 1) {
+                return Response.json(400, SandboxJson.error("invalid_request_error", "parameter_invalid_integer",
+                        "Invalid positive integer: " + params.get("amount"), "amount"));
+            }
+        }
+        return null;
+    }
+
     /** Serialized: two refunds of one PaymentIntent must see each other's amounts, as at Stripe. */
     private synchronized Response create(String idempotencyKey, Map<String, String> params, String planned) {
         if (planned.equals("fail_before") || (planned.isEmpty() && faults.consumeFailBefore())) {
             return Response.json(500, SandboxJson.error("api_error", null, "An unknown error occurred (sandbox: before refunding).", null));
         }
-        StripeSandbox.PaymentIntent pi = intents.get(params.getOrDefault("payment_intent", ""));
+        StripeSandbox.PaymentIntent pi = intents.get(params.get("payment_intent"));
         if (pi == null) {
+            // Forgotten (through the control plane) while this request waited for its turn.
             return Response.json(400, SandboxJson.error("invalid_request_error", "resource_missing",
                     "No such payment_intent: '" + params.get("payment_intent") + "'", "payment_intent"));
         }
@@ -81,7 +107,7 @@ public final class SandboxRefunds {
                     "Charge has already been refunded.", null));
         }
         long amount = params.containsKey("amount") ? Long.parseLong(params.get("amount")) : left;
-        if (amount < 1 || amount > left) {
+        if (amount > left) {
             return Response.json(400, SandboxJson.error("invalid_request_error", "amount_too_large",
                     "Refund amount (" + amount + ") is greater than unrefunded amount on charge (" + left + ").", "amount"));
         }
@@ -125,7 +151,8 @@ public final class SandboxRefunds {
         if (params.containsKey("charge") && !params.containsKey("payment_intent")) {
             params.put("payment_intent", "pi_" + params.get("charge").substring("ch_".length()));
         }
-        return create(null, params, DASHBOARD);
+        Response refusal = invalid(params);
+        return refusal != null ? refusal : create(null, params, DASHBOARD);
     }
 
     /** A charge as Stripe's events carry it: the PaymentIntent's charge, with what its refunds gave back. */
@@ -269,7 +296,8 @@ public final class SandboxRefunds {
                 .append(",\"payment_intent\":").append(SandboxJson.quote(refund.paymentIntentId()))
                 .append(",\"status\":").append(SandboxJson.quote(refund.status()))
                 .append(",\"reason\":").append(SandboxJson.quote(refund.reason()))
-                .append(",\"failure_reason\":").append(SandboxJson.quote(refund.failureReason()))
+                // Stripe sends failure_reason only on a refund that failed: absent otherwise, never null.
+                .append(refund.failureReason() == null ? "" : ",\"failure_reason\":" + SandboxJson.quote(refund.failureReason()))
                 .append(",\"created\":").append(refund.created())
                 .append(",\"metadata\":{");
         int i = 0;

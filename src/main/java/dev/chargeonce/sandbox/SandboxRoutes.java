@@ -82,10 +82,31 @@ final class SandboxRoutes {
             return control(method, path, query);
         }
         apiRequests.incrementAndGet();
-        if (!headers.getOrDefault("Authorization", "").startsWith("Bearer sk_")) {
-            return Response.json(401, error("invalid_request_error", null, "Invalid API Key provided.", null));
+        String requestId = "req_" + SandboxJson.randomId(14);
+        String idempotencyKey = headers.get("Idempotency-Key");
+        Response answer = !headers.getOrDefault("Authorization", "").startsWith("Bearer sk_")
+                ? Response.json(401, error("invalid_request_error", null, "Invalid API Key provided.", null))
+                : SandboxWebhooks.causedBy(new SandboxWebhooks.CausingRequest(requestId, idempotencyKey),
+                        () -> limits.apply(endpoint(method, path), () -> api(method, path, query, headers, body)));
+        return withRequestHeaders(method, requestId, idempotencyKey, answer);
+    }
+
+    /**
+     * Stripe's headers of an API answer: its {@code Request-Id} (the one its events name) and, on a POST, the
+     * request's {@code Idempotency-Key} echoed back (stripe-java reads it as {@code StripeResponse.idempotencyKey()});
+     * an answer's own headers win (the edge's empty ones: no such header).
+     */
+    private static Response withRequestHeaders(String method, String requestId, String idempotencyKey, Response answer) {
+        if (answer == null) {
+            return null;
         }
-        return limits.apply(endpoint(method, path), () -> api(method, path, query, headers, body));
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("Request-Id", requestId);
+        if (idempotencyKey != null && method.equals("POST")) {
+            headers.put("Idempotency-Key", idempotencyKey);
+        }
+        headers.putAll(answer.headers());
+        return new Response(answer.status(), answer.body(), headers);
     }
 
     /** A request to Stripe's API that its rate limits admitted. */
@@ -105,7 +126,8 @@ final class SandboxRoutes {
             return refunds.handle(method, path, query, form, headers.get("Idempotency-Key"));
         }
         if (method.equals("POST") && path.startsWith("/v1/payment_intents/") && path.endsWith("/cancel")) {
-            return intents.cancel(path.substring("/v1/payment_intents/".length(), path.length() - "/cancel".length()));
+            return intents.cancel(path.substring("/v1/payment_intents/".length(), path.length() - "/cancel".length()),
+                    SandboxHttp.parseForm(body));
         }
         if (method.equals("POST") && path.equals("/v1/customers")) {
             return customers.create(SandboxHttp.parseForm(body));

@@ -59,9 +59,29 @@ public final class SandboxWebhooks implements AutoCloseable {
     private volatile boolean lose;
     private volatile String apiVersion = DEFAULT_API_VERSION;
 
+    /** The API request that causes the events made while it is served: {@code Request-Id} and {@code Idempotency-Key}. */
+    record CausingRequest(String id, String idempotencyKey) {
+    }
+
+    /** The API request served on this thread, if any (the control plane and the bank cause events with none). */
+    private static final ThreadLocal<CausingRequest> CAUSE = new ThreadLocal<>();
+
+    /**
+     * Runs {@code work} (an API request's handling) so that the events it makes name {@code request} as Stripe's do
+     * ({@code request.id}, {@code request.idempotency_key}); events made otherwise name none (both null).
+     */
+    static <T> T causedBy(CausingRequest request, java.util.function.Supplier<T> work) {
+        CAUSE.set(request);
+        try {
+            return work.get();
+        } finally {
+            CAUSE.remove();
+        }
+    }
+
     /** Makes the event of a PaymentIntent change ({@code piJson} is the object as it is now) and delivers it. */
     public Event emit(String type, String piJson) {
-        Event event = store(type, piJson, null);
+        Event event = store(type, piJson, null, CAUSE.get());
         String target = url;
         if (target != null && !lose) {
             for (int i = 0; i < duplicates; i++) {
@@ -88,19 +108,24 @@ public final class SandboxWebhooks implements AutoCloseable {
             long created = count == 1 ? to : from + (to - from) * i / (count - 1);
             String pi = "{\"id\":\"pi_" + randomId(24) + "\",\"object\":\"payment_intent\",\"amount\":100,\"currency\":\"eur\","
                     + "\"status\":\"succeeded\",\"created\":" + created + ",\"livemode\":false,\"metadata\":{}}";
-            ids.append(i == 0 ? "" : ",").append(SandboxJson.quote(store(type, pi, created).id()));
+            ids.append(i == 0 ? "" : ",").append(SandboxJson.quote(store(type, pi, created, null).id()));
         }
         return "{\"made\":" + count + ",\"ids\":[" + ids + "]}";
     }
 
-    /** Stores an event made now ({@code backdatedTo} null: on top of the list, as made) or at an earlier second. */
-    private Event store(String type, String objectJson, Long backdatedTo) {
+    /**
+     * Stores an event made now ({@code backdatedTo} null: on top of the list, as made) or at an earlier second, caused
+     * by {@code request} (null: by no API request).
+     */
+    private Event store(String type, String objectJson, Long backdatedTo, CausingRequest request) {
         String id = "evt_" + randomId(24);
         synchronized (events) {
             long created = backdatedTo != null ? backdatedTo : System.currentTimeMillis() / 1000;
             String json = "{\"id\":\"" + id + "\",\"object\":\"event\",\"api_version\":\"" + apiVersion + "\",\"created\":" + created
                     + ",\"data\":{\"object\":" + objectJson + "},\"livemode\":false,\"pending_webhooks\":1,"
-                    + "\"request\":{\"id\":null,\"idempotency_key\":null},\"type\":\"" + type + "\"}";
+                    + "\"request\":{\"id\":" + SandboxJson.quote(request == null ? null : request.id())
+                    + ",\"idempotency_key\":" + SandboxJson.quote(request == null ? null : request.idempotencyKey())
+                    + "},\"type\":\"" + type + "\"}";
             Event event = new Event(id, type, created, nextSeq++, json);
             int at = events.size();
             while (at > 0 && OLDEST_FIRST.compare(events.get(at - 1), event) > 0) {

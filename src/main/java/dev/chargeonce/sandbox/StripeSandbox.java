@@ -17,9 +17,19 @@ import java.util.Map;
  * {@code GET /v1/payment_intents} (newest first, {@code created[gte]}, {@code created[lte]}, {@code limit},
  * {@code starting_after}). A test may backdate a create with the sandbox-only header {@code Sandbox-Created}
  * (epoch seconds), to stand for a payment made long ago.
- * Idempotency as Stripe does it: same key and same parameters replay the first answer (even a 500) with
- * {@code Idempotent-Replayed: true}; same key and other parameters answer {@code 400 idempotency_error};
- * a key whose first request is still running answers {@code 409}; 429 answers are not stored.
+ * Idempotency as Stripe does it: same key and same parameters replay the first answer (even a 500 or a 402 decline)
+ * with {@code Idempotent-Replayed: true}; same key and other parameters answer {@code 400 idempotency_error};
+ * a key whose first request is still running answers {@code 409}; 429 answers and a 400 of parameter validation are
+ * not stored (see {@link SandboxIdempotency}). Every API answer has a {@code Request-Id}, a POST's echoes its
+ * {@code Idempotency-Key}, and an event names the API request that caused it ({@code request.id},
+ * {@code request.idempotency_key}; null when nothing in the API did).
+ *
+ * <p>What it answers has the shape of Stripe's published API (version {@value SandboxWebhooks#DEFAULT_API_VERSION},
+ * as stripe-java 33.3.0 reads it): fields Stripe always sends are there (a customer's {@code created} and
+ * {@code livemode}, a PaymentIntent's {@code canceled_at} and {@code cancellation_reason}, null until canceled),
+ * fields it sends only in some states are absent otherwise (a refund's {@code failure_reason}: only when it failed),
+ * a decline names its charge ({@code latest_charge}, the 402's {@code error.charge}) and payment method, and an
+ * amount above 99999999 is {@code amount_too_large}.
  *
  * <p>Control plane under {@code /_sandbox}: {@code GET ledger} ({@code ?charge_id=} or {@code ?key=}, the
  * {@code chargeonce_key} metadata), {@code GET stats}, {@code POST reset},
@@ -58,12 +68,39 @@ import java.util.Map;
  */
 public final class StripeSandbox implements AutoCloseable {
 
-    /** One PaymentIntent the sandbox created: the ledger is the source of truth for "charged exactly once". */
+    /**
+     * One PaymentIntent the sandbox created: the ledger is the source of truth for "charged exactly once".
+     * {@code canceledAt} (epoch seconds) and {@code cancellationReason} are null until it is canceled.
+     */
     public record PaymentIntent(String id, long amount, String currency, String status, String paymentMethod,
                                 String customer, String description, Map<String, String> metadata, long created,
-                                long createdNanos, String idempotencyKey, String declineCode) {
+                                long createdNanos, String idempotencyKey, String declineCode, Long canceledAt,
+                                String cancellationReason) {
+
+        /** A PaymentIntent that was never canceled. */
+        public PaymentIntent(String id, long amount, String currency, String status, String paymentMethod, String customer,
+                             String description, Map<String, String> metadata, long created, long createdNanos,
+                             String idempotencyKey, String declineCode) {
+            this(id, amount, currency, status, paymentMethod, customer, description, metadata, created, createdNanos,
+                    idempotencyKey, declineCode, null, null);
+        }
+
         public boolean charged() {
             return "succeeded".equals(status);
+        }
+
+        /**
+         * A charge was attempted for it (succeeded, declined, or pending at the bank): what its {@code latest_charge}
+         * names. A PaymentIntent waiting for 3-D Secure has none yet.
+         */
+        public boolean chargeAttempted() {
+            return charged() || "processing".equals(status) || declineCode != null;
+        }
+
+        /** Canceled now, for {@code reason} (null: none given). */
+        PaymentIntent canceled(long at, String reason) {
+            return new PaymentIntent(id, amount, currency, "canceled", paymentMethod, customer, description, metadata, created,
+                    createdNanos, idempotencyKey, declineCode, at, reason);
         }
     }
 
