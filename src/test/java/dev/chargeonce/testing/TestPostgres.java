@@ -52,18 +52,31 @@ public final class TestPostgres {
     /**
      * A server of the test's own, configured like the suite's, for a test that stops it (a failover): the test
      * closes it. Its {@code postgres} database is there; make others with {@link #createDatabase}.
+     *
+     * <p>On a busy machine a start can fail for reasons that have nothing to do with the test: {@code initdb} and the
+     * first checkpoint take longer than zonky's default wait of 10 s, or another process takes the free port zonky
+     * picked before the server binds it. So the wait is a minute, and a failed start is tried again on a new port.
      */
     public static EmbeddedPostgres startServer() {
-        try {
-            return EmbeddedPostgres.builder()
-                    .setServerConfig("max_connections", "300")
-                    .setServerConfig("wal_level", "replica")
-                    .setServerConfig("max_wal_senders", "10")
-                    .setServerConfig("fsync", "off")
-                    .start();
-        } catch (IOException e) {
-            throw new UncheckedIOException("could not start a test PostgreSQL", e);
+        IOException failure = null;
+        for (int attempt = 1; attempt <= 3; attempt++) {
+            try {
+                return EmbeddedPostgres.builder()
+                        .setServerConfig("max_connections", "300")
+                        .setServerConfig("wal_level", "replica")
+                        .setServerConfig("max_wal_senders", "10")
+                        .setServerConfig("fsync", "off")
+                        .setPGStartupWait(java.time.Duration.ofSeconds(60))
+                        .start();
+            } catch (IOException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
         }
+        throw new UncheckedIOException("could not start a test PostgreSQL (3 attempts)", failure);
     }
 
     /** Creates database {@code name} on the server on {@code port}. */
