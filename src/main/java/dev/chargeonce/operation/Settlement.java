@@ -47,6 +47,18 @@ public class Settlement {
     }
 
     /**
+     * The event's object with what every operation needs of it and Stripe left out ({@link StripeSide#completed}: a
+     * charge's refunds), read from Stripe. Called before the transaction of {@link #applyEvent}, never inside it.
+     */
+    public com.stripe.model.StripeObject completed(String eventType, com.stripe.model.StripeObject stripeObject) {
+        com.stripe.model.StripeObject object = stripeObject;
+        for (Operation op : Operation.values()) {
+            object = driver.side(op).completed(eventType, object);
+        }
+        return object;
+    }
+
+    /**
      * Applies what a Stripe event says about every object of every operation it carries (a PaymentIntent, a refund,
      * a charge's refunds), in the caller's transaction; {@code IGNORED} when it carries none this service follows.
      */

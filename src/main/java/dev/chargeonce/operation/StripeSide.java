@@ -85,6 +85,18 @@ public interface StripeSide<R> {
      */
     java.util.List<ObjectState> objectsOf(String eventType, com.stripe.model.StripeObject stripeObject);
 
+    /**
+     * The event's object with what Stripe leaves out of it read from Stripe, for {@link #objectsOf}: called before the
+     * transaction that applies the event (no connection is held while Stripe is read), never inside it. The object
+     * itself, untouched, when nothing is missing (the default).
+     *
+     * @throws dev.chargeonce.stripe.StripeGateway.LookupFailedException when Stripe could not be read: nothing is
+     *         recorded, the event is delivered (or caught up) again
+     */
+    default com.stripe.model.StripeObject completed(String eventType, com.stripe.model.StripeObject stripeObject) {
+        return stripeObject;
+    }
+
     /** The Stripe event types whose objects {@link #objectsOf} reads: what to subscribe to, and to catch up on. */
     java.util.List<String> eventTypes();
 

@@ -13,7 +13,7 @@ import java.util.function.Supplier;
 public enum TrafficClass {
     /** New charges and refunds, and what a client's request does to finish its own row. */
     FOREGROUND("foreground"),
-    /** Payment sync and the recovery of outcomes not known (the recovery worker). */
+    /** Payment sync and the recovery of outcomes not known (the recovery worker); a webhook's reads. */
     RECOVERY("recovery"),
     /** Reconciliation and the events' catch-up. */
     UPKEEP("upkeep");

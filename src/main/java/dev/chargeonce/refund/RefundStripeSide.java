@@ -2,6 +2,7 @@ package dev.chargeonce.refund;
 
 import com.stripe.model.Charge;
 import com.stripe.model.Refund;
+import com.stripe.model.RefundCollection;
 import com.stripe.model.StripeObject;
 import dev.chargeonce.idempotency.ClaimedIntent;
 import dev.chargeonce.idempotency.Finishes.Final;
@@ -28,11 +29,17 @@ import java.util.function.BooleanSupplier;
 @ApplicationScoped
 public class RefundStripeSide implements StripeSide<RefundTerms> {
 
-    /** Events whose object is a refund; {@code charge.refunded} carries the charge, with its refunds when expanded. */
+    /**
+     * Events whose object is a refund; {@code charge.refunded} carries the charge, which lists its refunds only when
+     * expanded (since API version 2022-11-15, and an event's object never is): {@link #completed} lists them.
+     */
     private static final List<String> REFUND_EVENTS = List.of("refund.created", "refund.updated", "refund.failed",
             "charge.refund.updated");
     private static final List<String> EVENTS = java.util.stream.Stream.concat(REFUND_EVENTS.stream(),
             java.util.stream.Stream.of("charge.refunded")).toList();
+
+    /** Pages of 100 refunds read for one charge: far more than a charge is ever refunded in. */
+    private static final int CHARGE_REFUND_PAGES = 20;
 
     private final StripeGateway stripe;
 
@@ -75,6 +82,27 @@ public class RefundStripeSide implements StripeSide<RefundTerms> {
     @Override
     public List<String> eventTypes() {
         return EVENTS;
+    }
+
+    /**
+     * A {@code charge.refunded} whose charge does not list its refunds (Stripe's shape at every API version since
+     * 2022-11-15), or lists only the first of them ({@code has_more}), gets them from Stripe's list of the charge's
+     * refunds, read to the end: each is then applied exactly as a {@code refund.*} event's refund, so a refund seen
+     * through both, and through reconciliation, still counts once. A charge that lists them all (an older API
+     * version, an expanded object) is used as it is: no read.
+     */
+    @Override
+    public StripeObject completed(String eventType, StripeObject stripeObject) {
+        if ("charge.refunded".equals(eventType) && stripeObject instanceof Charge charge && charge.getId() != null
+                && (charge.getRefunds() == null || charge.getRefunds().getData() == null
+                || Boolean.TRUE.equals(charge.getRefunds().getHasMore()))) {
+            RefundCollection refunds = new RefundCollection();
+            refunds.setObject("list");
+            refunds.setData(stripe.refundsOfCharge(charge.getId(), CHARGE_REFUND_PAGES));
+            refunds.setHasMore(false);
+            charge.setRefunds(refunds);
+        }
+        return stripeObject;
     }
 
     @Override

@@ -11,7 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The sandbox's refunds, as Stripe makes them: {@code POST /v1/refunds} (a PaymentIntent that succeeded; the amount
  * defaults to what is left; more than what is left is refused; the same idempotency and fault switches as
- * creates), {@code GET /v1/refunds} ({@code payment_intent}, {@code created[gte|lte]}, newest first),
+ * creates), {@code GET /v1/refunds} ({@code payment_intent}, {@code charge}, {@code created[gte|lte]}, newest first),
  * {@code GET /v1/refunds/{id}}, {@code POST /v1/refunds/{id}/cancel} ({@code requires_action} only). A refund of a
  * payment made with {@code pm_sandbox_processing} (a bank debit) stays {@code pending} until settled; every change is
  * an event ({@code refund.created}, {@code refund.updated}, {@code refund.failed}). Control plane:
@@ -164,7 +164,7 @@ public final class SandboxRefunds {
                 list.append(list.isEmpty() ? "" : ",").append(toJson(refund));
             }
         }
-        String chargeId = "ch_" + pi.id().substring("pi_".length());
+        String chargeId = chargeId(pi.id());
         return "{\"id\":" + SandboxJson.quote(chargeId) + ",\"object\":\"charge\",\"amount\":" + pi.amount()
                 + ",\"amount_captured\":" + pi.amount() + ",\"amount_refunded\":" + refunded
                 + ",\"currency\":" + SandboxJson.quote(pi.currency()) + ",\"payment_intent\":" + SandboxJson.quote(pi.id())
@@ -172,6 +172,11 @@ public final class SandboxRefunds {
                 + ",\"refunded\":" + (refunded >= pi.amount()) + ",\"status\":\"succeeded\",\"created\":" + pi.created()
                 + ",\"livemode\":false,\"metadata\":{},\"refunds\":{\"object\":\"list\",\"data\":[" + list
                 + "],\"has_more\":false,\"url\":\"/v1/charges/" + chargeId + "/refunds\"}}";
+    }
+
+    /** The id of a PaymentIntent's charge, as {@link SandboxPaymentIntents} names it. */
+    private static String chargeId(String paymentIntentId) {
+        return "ch_" + paymentIntentId.substring("pi_".length());
     }
 
     /** Pending and succeeded refunds of a PaymentIntent (what it can no longer refund). */
@@ -259,6 +264,8 @@ public final class SandboxRefunds {
         long gte = Long.parseLong(query.getOrDefault("created[gte]", "0"));
         long lte = Long.parseLong(query.getOrDefault("created[lte]", Long.toString(Long.MAX_VALUE)));
         String pi = query.get("payment_intent");
+        // A PaymentIntent has one charge here (it is never confirmed twice): ch_ and pi_ share their suffix.
+        String charge = query.get("charge");
         String startingAfter = query.get("starting_after");
         List<Refund> newestFirst = new ArrayList<>(all());
         newestFirst.sort(java.util.Comparator.comparingLong(Refund::created).thenComparingLong(Refund::createdNanos).reversed());
@@ -271,7 +278,8 @@ public final class SandboxRefunds {
                 skipping = !refund.id().equals(startingAfter);
                 continue;
             }
-            if (refund.created() < gte || refund.created() > lte || (pi != null && !pi.equals(refund.paymentIntentId()))) {
+            if (refund.created() < gte || refund.created() > lte || (pi != null && !pi.equals(refund.paymentIntentId()))
+                    || (charge != null && !charge.equals(chargeId(refund.paymentIntentId())))) {
                 continue;
             }
             if (count == limit) {

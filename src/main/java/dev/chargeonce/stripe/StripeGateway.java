@@ -248,6 +248,16 @@ public class StripeGateway {
         return lookups.findRefund(identity, paymentIntentId, from, until, maxPages, stillHolding);
     }
 
+    /**
+     * Every refund of a charge ({@code ch_…}) as Stripe has it now, listed to the end ({@code GET /v1/refunds?charge=},
+     * pages of 100, each read under the rate budget): what a {@code charge.refunded} event no longer carries.
+     *
+     * @throws LookupFailedException when the list could not be read to its end, or ran past {@code maxPages}
+     */
+    public List<Refund> refundsOfCharge(String chargeId, int maxPages) {
+        return lookups.refundsOfCharge(chargeId, maxPages);
+    }
+
     /** The PaymentIntent as it is now, by id: how a payment that Stripe named but had not finished is followed. */
     public StripeOutcome retrieve(String paymentIntentId) {
         return StripeOutcomes.ofPaymentIntent(lookups.retrievePaymentIntent(paymentIntentId));

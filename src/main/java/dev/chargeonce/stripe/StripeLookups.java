@@ -93,6 +93,17 @@ final class StripeLookups {
         return pick("refund", identity, matches, Refund::getStatus, duplicateRefunds).map(StripeOutcomes::ofRefund);
     }
 
+    /** See {@link StripeGateway#refundsOfCharge}. */
+    List<Refund> refundsOfCharge(String chargeId, int maxPages) {
+        return listToTheEnd("refunds of " + chargeId, maxPages, () -> true, startingAfter -> {
+            RefundListParams.Builder params = RefundListParams.builder().setCharge(chargeId).setLimit(100L);
+            if (startingAfter != null) {
+                params.setStartingAfter(startingAfter);
+            }
+            return reads.client().v1().refunds().list(params.build());
+        }, refund -> true, Refund::getId);
+    }
+
     /** One page of a Stripe list, after {@code startingAfter} (null: the first page). */
     @FunctionalInterface
     private interface PageRead<T extends HasId> {

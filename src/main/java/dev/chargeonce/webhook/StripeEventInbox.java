@@ -34,8 +34,9 @@ import org.jboss.logging.Logger;
  * that fails rolls its inbox row back with it, so Stripe's redelivery is processed as new. Concurrent deliveries of
  * one event wait on the id's uniqueness, and all but one find it there. The endpoint acknowledges only after commit.
  *
- * <p>Nothing here calls Stripe: an event carries its object (a PaymentIntent, a refund), which is all a state change
- * needs.
+ * <p>No transaction waits for Stripe: an event carries its object (a PaymentIntent, a refund), which is all a state
+ * change needs; what an event leaves out (a {@code charge.refunded}'s refunds, which Stripe no longer lists in the
+ * charge) is read from Stripe before the transaction begins ({@link Settlement#completed}).
  */
 @ApplicationScoped
 public class StripeEventInbox {
@@ -76,15 +77,24 @@ public class StripeEventInbox {
         }
     }
 
-    /** An event as Stripe sent it (the signature checked, or listed by the Events API): recorded and applied once. */
+    /**
+     * An event as Stripe sent it (the signature checked, or listed by the Events API): recorded and applied once.
+     *
+     * @throws StripeGateway.LookupFailedException when what the event leaves out could not be read from Stripe:
+     *         nothing was recorded, the event is to be received again
+     */
     public Received receive(String payload, String source) {
         Envelope event = Envelope.parse(payload);
-        Received result = Transactions.inTransaction(primary, tx -> receive(tx, event, payload, source));
+        // Read before the transaction, so that no connection waits for Stripe. A redelivery reads it again before it
+        // finds itself recorded: rare (deliveries are at least once, not usually twice), and a read, never a change.
+        com.stripe.model.StripeObject object = settlement.completed(event.type(), StripeGateway.objectOfEvent(payload));
+        Received result = Transactions.inTransaction(primary, tx -> receive(tx, event, payload, object, source));
         received.get(result).increment();
         return result;
     }
 
-    private Received receive(Connection tx, Envelope event, String payload, String source) throws SQLException {
+    private Received receive(Connection tx, Envelope event, String payload, com.stripe.model.StripeObject object, String source)
+            throws SQLException {
         try (PreparedStatement ps = tx.prepareStatement(INSERT)) {
             ps.setString(1, event.id());
             ps.setString(2, event.type());
@@ -97,7 +107,7 @@ public class StripeEventInbox {
                 return Received.DUPLICATE;
             }
         }
-        Settlement.Result result = settlement.applyEvent(tx, event.type(), StripeGateway.objectOfEvent(payload));
+        Settlement.Result result = settlement.applyEvent(tx, event.type(), object);
         try (PreparedStatement ps = tx.prepareStatement(RECORD_OUTCOME)) {
             ps.setString(1, result.effect().name().toLowerCase());
             ps.setString(2, result.rowId());

@@ -115,7 +115,7 @@ class OutsideStripeTest {
         for (String step : steps.split(",")) {
             switch (step) {
                 case "event" -> deliver(only(stripe.eventsAbout("refund.created", refund)));
-                case "charge" -> deliver(only(stripe.eventsAbout("charge.refunded", "ch_" + pi.substring("pi_".length()))));
+                case "charge" -> deliver(withoutRefundsList(only(stripe.eventsAbout("charge.refunded", "ch_" + pi.substring("pi_".length())))));
                 case "run" -> assertEquals("completed", reconcileLastHour().status());
                 default -> throw new IllegalArgumentException(step);
             }
@@ -136,6 +136,29 @@ class OutsideStripeTest {
         assertEquals(400, more.statusCode(), more.asString());
         assertEquals("amount_too_large", more.jsonPath().getString("error.code"));
         assertTrue(more.jsonPath().getString("error.message").contains("nothing left"), more.asString());
+    }
+
+    @Test
+    void aChargeEventWhoseRefundsStripeCannotListNowIsRefusedUnrecordedAndAppliedWhenDeliveredAgain() throws Exception {
+        String chargeId = charge(VISA);
+        String pi = paymentIntentOf(chargeId);
+        String refund = stripe.dashboardRefund(pi, 300L).get("id").asText();
+        String event = withoutRefundsList(only(stripe.eventsAbout("charge.refunded", "ch_" + pi.substring("pi_".length()))));
+        String eventId = JSON.readTree(event).get("id").asText();
+
+        stripe.faults("list_rate_limit=1"); // Stripe's 429 on the list of the charge's refunds
+        Response refused = post(event);
+        stripe.faults("list_rate_limit=0");
+        assertEquals(503, refused.statusCode(), refused.asString());
+        assertEquals("stripe_unavailable", refused.jsonPath().getString("error.code"));
+        assertNotNull(refused.header("Retry-After"), "Stripe delivers it again");
+        assertEquals(Long.valueOf(0), query("SELECT count(*) FROM stripe_events WHERE id = ?", eventId, rs -> (Long) rs.getLong(1)),
+                "nothing recorded: the redelivery is processed as new");
+
+        deliver(event);
+        assertEquals(List.of("applied", chargeId), inboxOutcome(eventId));
+        assertEquals(List.of(1L, 300L), outsideRefundRows(refund));
+        assertEquals(300, get("/v1/charges/" + chargeId).jsonPath().getInt("amount_refunded"));
     }
 
     @Test
@@ -213,12 +236,26 @@ class OutsideStripeTest {
         return events.get(0);
     }
 
+    /**
+     * The event as Stripe renders it at the SDK's API version: a Charge lists its refunds only when expanded (since
+     * API version 2022-11-15), and an event's object never is.
+     */
+    static String withoutRefundsList(String event) throws java.io.IOException {
+        com.fasterxml.jackson.databind.node.ObjectNode tree = (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(event);
+        ((com.fasterxml.jackson.databind.node.ObjectNode) tree.path("data").path("object")).remove("refunds");
+        return JSON.writeValueAsString(tree);
+    }
+
     /** Delivers an event as Stripe does (signed now); the endpoint acknowledges it, a redelivery included. */
     static void deliver(String event) {
-        Response answer = given().header("Stripe-Signature", SandboxWebhooks.signatureHeader(event, PostgresAndSandbox.WEBHOOK_SECRET,
+        Response answer = post(event);
+        assertEquals(200, answer.statusCode(), answer.asString());
+    }
+
+    static Response post(String event) {
+        return given().header("Stripe-Signature", SandboxWebhooks.signatureHeader(event, PostgresAndSandbox.WEBHOOK_SECRET,
                         System.currentTimeMillis() / 1000))
                 .contentType("application/json; charset=utf-8").body(event).when().post("/v1/webhooks/stripe");
-        assertEquals(200, answer.statusCode(), answer.asString());
     }
 
     ReconciliationStore.Run reconcileLastHour() {
