@@ -13,8 +13,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * defaults to what is left; more than what is left is refused; the same idempotency and fault switches as
  * creates), {@code GET /v1/refunds} ({@code payment_intent}, {@code charge}, {@code created[gte|lte]}, newest first),
  * {@code GET /v1/refunds/{id}}, {@code POST /v1/refunds/{id}/cancel} ({@code requires_action} only). A refund of a
- * payment made with {@code pm_sandbox_processing} (a bank debit) stays {@code pending} until settled; every change is
- * an event ({@code refund.created}, {@code refund.updated}, {@code refund.failed}). Control plane:
+ * payment made with {@code pm_sandbox_processing} (a bank debit) stays {@code pending} until settled. Its events are
+ * Stripe's, wherever it was made (the API, the Dashboard): {@code refund.created} and the charge's
+ * {@code charge.refunded} when it is made; {@code refund.updated} (or {@code refund.failed}) and the charge's
+ * {@code charge.refund.updated} (the refund) whenever its status changes after. Control plane:
  * {@code POST /_sandbox/dashboard/refunds} (a refund made in Stripe's Dashboard: {@link #dashboard}),
  * {@code GET /_sandbox/refunds?key=} (the ledger, by the refund's identity), {@code POST
  * /_sandbox/refunds/{id}/settle?status=succeeded|failed&failure_reason=}.
@@ -123,9 +125,9 @@ public final class SandboxRefunds {
         byId.put(refund.id(), refund);
         ledger.add(refund);
         webhooks.emit("refund.created", toJson(refund));
-        if (planned.equals(DASHBOARD)) {
-            webhooks.emit("charge.refunded", chargeJson(pi));
-        }
+        // The charge is refunded (in part) from the refund's creation on, a pending refund too: its amount_refunded
+        // counts it, as Stripe's does; a later failure is told by charge.refund.updated.
+        webhooks.emit("charge.refunded", chargeJson(pi));
         if (planned.equals("fail_after") || (planned.isEmpty() && faults.consumeFailAfter())) {
             return Response.json(500, SandboxJson.error("api_error", null, "An unknown error occurred (sandbox: after refunding).", null));
         }
@@ -139,7 +141,7 @@ public final class SandboxRefunds {
      * {@code POST /_sandbox/dashboard/refunds?payment_intent=&amount=&reason=}: a refund made in Stripe's Dashboard,
      * with none of the service's metadata (whatever {@code metadata[...]} the query names) and no idempotency key;
      * refused as the API refuses a refund (more than what is left, a payment that did not succeed). Its events are
-     * Stripe's: {@code refund.created} and {@code charge.refunded} (the charge, its refunds listed in it).
+     * an API refund's, naming no request.
      */
     Response dashboard(Map<String, String> query) {
         Map<String, String> params = new LinkedHashMap<>();
@@ -155,23 +157,32 @@ public final class SandboxRefunds {
         return refusal != null ? refusal : create(null, params, DASHBOARD);
     }
 
-    /** A charge as Stripe's events carry it: the PaymentIntent's charge, with what its refunds gave back. */
+    /**
+     * A charge as Stripe's events carry it: the PaymentIntent's charge, with what its refunds took back
+     * ({@code amount_refunded}: the pending and succeeded ones). Its {@code refunds} list only in events rendered in an
+     * API version before 2022-11-15: since then Stripe lists a charge's refunds only when expanded, and never expands
+     * an event's object.
+     */
     private String chargeJson(StripeSandbox.PaymentIntent pi) {
         long refunded = refunded(pi.id());
+        String chargeId = chargeId(pi.id());
+        String json = "{\"id\":" + SandboxJson.quote(chargeId) + ",\"object\":\"charge\",\"amount\":" + pi.amount()
+                + ",\"amount_captured\":" + pi.amount() + ",\"amount_refunded\":" + refunded
+                + ",\"currency\":" + SandboxJson.quote(pi.currency()) + ",\"payment_intent\":" + SandboxJson.quote(pi.id())
+                + ",\"customer\":" + SandboxJson.quote(pi.customer()) + ",\"paid\":true,\"captured\":true"
+                + ",\"refunded\":" + (refunded >= pi.amount()) + ",\"status\":\"succeeded\",\"created\":" + pi.created()
+                + ",\"livemode\":false,\"metadata\":{}";
+        if (!webhooks.rendersChargeRefunds()) {
+            return json + "}";
+        }
         StringBuilder list = new StringBuilder();
         for (Refund refund : all()) {
             if (refund.paymentIntentId().equals(pi.id())) {
                 list.append(list.isEmpty() ? "" : ",").append(toJson(refund));
             }
         }
-        String chargeId = chargeId(pi.id());
-        return "{\"id\":" + SandboxJson.quote(chargeId) + ",\"object\":\"charge\",\"amount\":" + pi.amount()
-                + ",\"amount_captured\":" + pi.amount() + ",\"amount_refunded\":" + refunded
-                + ",\"currency\":" + SandboxJson.quote(pi.currency()) + ",\"payment_intent\":" + SandboxJson.quote(pi.id())
-                + ",\"customer\":" + SandboxJson.quote(pi.customer()) + ",\"paid\":true,\"captured\":true"
-                + ",\"refunded\":" + (refunded >= pi.amount()) + ",\"status\":\"succeeded\",\"created\":" + pi.created()
-                + ",\"livemode\":false,\"metadata\":{},\"refunds\":{\"object\":\"list\",\"data\":[" + list
-                + "],\"has_more\":false,\"url\":\"/v1/charges/" + chargeId + "/refunds\"}}";
+        return json + ",\"refunds\":{\"object\":\"list\",\"data\":[" + list + "],\"has_more\":false,\"url\":\"/v1/charges/"
+                + chargeId + "/refunds\"}}";
     }
 
     /** The id of a PaymentIntent's charge, as {@link SandboxPaymentIntents} names it. */
@@ -214,6 +225,7 @@ public final class SandboxRefunds {
                 before.metadata(), before.created(), before.createdNanos(), before.idempotencyKey(), failureReason);
         byId.put(id, after);
         webhooks.emit("failed".equals(status) ? "refund.failed" : "refund.updated", toJson(after));
+        webhooks.emit("charge.refund.updated", toJson(after));
         return after;
     }
 
@@ -301,6 +313,7 @@ public final class SandboxRefunds {
                 .append(",\"object\":\"refund\"")
                 .append(",\"amount\":").append(refund.amount())
                 .append(",\"currency\":").append(SandboxJson.quote(refund.currency()))
+                .append(",\"charge\":").append(SandboxJson.quote(chargeId(refund.paymentIntentId())))
                 .append(",\"payment_intent\":").append(SandboxJson.quote(refund.paymentIntentId()))
                 .append(",\"status\":").append(SandboxJson.quote(refund.status()))
                 .append(",\"reason\":").append(SandboxJson.quote(refund.reason()))

@@ -18,15 +18,16 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /**
- * The sandbox's events, as Stripe keeps and delivers them: every PaymentIntent change becomes an event (listed by
- * {@code GET /v1/events}, newest first) and, when an endpoint is configured, is POSTed to it signed like Stripe
- * ({@code Stripe-Signature: t=<seconds>,v1=<HMAC-SHA256 of "t.payload">}), retried on a non-2xx answer or a
+ * The sandbox's events, as Stripe keeps and delivers them: every PaymentIntent and refund change becomes an event
+ * (listed by {@code GET /v1/events}, newest first) and, when an endpoint is configured, is POSTed to it signed like
+ * Stripe ({@code Stripe-Signature: t=<seconds>,v1=<HMAC-SHA256 of "t.payload">}), retried on a non-2xx answer or a
  * connection error. JDK only, like the rest of the sandbox.
  *
  * <p>Switches ({@code POST /_sandbox/webhooks?...}): {@code url}, {@code secret}, {@code duplicates=N} (each event
  * delivered N times, concurrently), {@code reorder=true} (each delivery waits a random 0..{@code delay_ms}, so
  * events overtake each other), {@code delay_ms}, {@code lose=true} (events are made and listed, never delivered: an
- * endpoint outage longer than Stripe's retries), {@code api_version} (the version events are rendered in).
+ * endpoint outage longer than Stripe's retries), {@code api_version} (the version events are rendered in: before
+ * 2022-11-15, a charge's events list its refunds).
  */
 public final class SandboxWebhooks implements AutoCloseable {
 
@@ -199,6 +200,14 @@ public final class SandboxWebhooks implements AutoCloseable {
         if (query.containsKey("delay_ms")) delayMillis = Long.parseLong(query.get("delay_ms"));
         if (query.containsKey("lose")) lose = Boolean.parseBoolean(query.get("lose"));
         if (query.containsKey("api_version")) apiVersion = query.get("api_version");
+    }
+
+    /**
+     * Whether events are rendered in an API version whose Charge lists its refunds (those before 2022-11-15: since
+     * then only an expanded charge does, and an event's object never is).
+     */
+    boolean rendersChargeRefunds() {
+        return apiVersion.compareTo("2022-11-15") < 0;
     }
 
     /** Back to one prompt delivery per event, to whatever endpoint is configured (the endpoint stays). */

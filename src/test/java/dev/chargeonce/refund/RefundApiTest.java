@@ -403,6 +403,53 @@ class RefundApiTest {
     }
 
     @Test
+    void aRefundWhoseAnswerWasLostIsAnsweredByItsChargesEventsAlone() {
+        // A bank debit's refund stays pending at Stripe; its create's answer is lost (500 after refunding). Only the
+        // charge's events reach the service: charge.refunded (its charge does not list its refunds) answers the key,
+        // charge.refund.updated tells how the refund ended.
+        stripe.webhooks("url=" + webhookUrl + "&duplicates=1&reorder=false&lose=false&delay_ms=0");
+        String chargeId = charge(DEBIT);
+        String pi = get("/v1/charges/" + chargeId).jsonPath().getString("payment_intent");
+        stripe.settle(pi, "succeeded");
+        await(() -> "succeeded".equals(get("/v1/charges/" + chargeId).jsonPath().getString("status")), "the charge succeeded");
+        stripe.webhooks("url=&duplicates=1&reorder=false&lose=false&delay_ms=0"); // the test delivers what it names
+        String key = UUID.randomUUID().toString();
+        stripe.plan("fail_after");
+        Response first = refund(ACME_KEY, chargeId, key, "{\"amount\": 700}");
+        assertEquals(503, first.statusCode(), first.asString());
+        List<JsonNode> made = stripe.refundsFor(ACME, key);
+        assertEquals(1, made.size());
+        String stripeRefund = made.get(0).get("id").asText();
+
+        deliver(only(stripe.eventsAbout("charge.refunded", "ch_" + pi.substring("pi_".length()))));
+        long asked = stripe.refundCreateRequests();
+        Response answered = refund(ACME_KEY, chargeId, key, "{\"amount\": 700}");
+        assertEquals(201, answered.statusCode(), answered.asString());
+        assertEquals("true", answered.header("Idempotent-Replayed"), "the event answered the key before the retry came");
+        assertEquals("pending", answered.jsonPath().getString("status"));
+        assertEquals(stripeRefund, answered.jsonPath().getString("stripe_refund"));
+        assertEquals(asked, stripe.refundCreateRequests(), "Stripe is not asked again");
+
+        stripe.settleRefund(stripeRefund, "failed");
+        deliver(only(stripe.eventsAbout("charge.refund.updated", stripeRefund)));
+        assertEquals("failed", get("/v1/refunds/" + answered.jsonPath().getString("id")).jsonPath().getString("status"));
+        assertEquals(0, reserved(chargeId), "the failed refund gave its amount back");
+    }
+
+    static String only(List<String> events) {
+        assertEquals(1, events.size(), "one such event at Stripe: " + events);
+        return events.get(0);
+    }
+
+    /** Delivers an event as Stripe does (signed now). */
+    static void deliver(String event) {
+        Response answer = given().header("Stripe-Signature", dev.chargeonce.sandbox.SandboxWebhooks.signatureHeader(event,
+                        PostgresAndSandbox.WEBHOOK_SECRET, System.currentTimeMillis() / 1000))
+                .contentType("application/json; charset=utf-8").body(event).when().post("/v1/webhooks/stripe");
+        assertEquals(200, answer.statusCode(), answer.asString());
+    }
+
+    @Test
     void aRefundThatFailsWhileTheEndpointIsDownIsCaughtUpAndGivesItsAmountBack() throws Exception {
         stripe.webhooks("url=" + webhookUrl + "&duplicates=1&reorder=false&lose=false&delay_ms=0");
         String chargeId = charge(DEBIT);

@@ -58,6 +58,7 @@ class SandboxEventRequestTest {
 
         HttpResponse<String> refund = api.post("/v1/refunds", "payment_intent=" + pi, "refund-key-1");
         assertRequest(requestId(refund), "refund-key-1", api.eventAbout("refund.created", json(refund).get("id").asText()));
+        assertRequest(requestId(refund), "refund-key-1", api.eventAbout("charge.refunded", json(refund).get("charge").asText()));
 
         HttpResponse<String> withoutKey = api.post("/v1/payment_intents",
                 "amount=1000&currency=usd&confirm=true&payment_method=pm_card_chargeDeclined", null);
@@ -77,5 +78,23 @@ class SandboxEventRequestTest {
                 "amount=1000&currency=usd&confirm=true&payment_method=pm_sandbox_processing", "k-bank")).get("id").asText();
         stripe.settle(processing, "succeeded");
         assertRequest(null, null, api.eventAbout("payment_intent.succeeded", processing));
+    }
+
+    @Test
+    void aRefundSettledAtTheBankOrMadeInTheDashboardNamesNoRequest() {
+        String pi = json(api.post("/v1/payment_intents",
+                "amount=1000&currency=usd&confirm=true&payment_method=pm_sandbox_processing", "k-debit")).get("id").asText();
+        stripe.settle(pi, "succeeded");
+        HttpResponse<String> made = api.post("/v1/refunds", "payment_intent=" + pi + "&amount=400", "k-refund");
+        String refund = json(made).get("id").asText();
+        String charge = json(made).get("charge").asText();
+        assertRequest(requestId(made), "k-refund", api.eventAbout("charge.refunded", charge));
+        stripe.refunds().settle(refund, "succeeded", null);
+        assertRequest(null, null, api.eventAbout("refund.updated", refund));
+        assertRequest(null, null, api.eventAbout("charge.refund.updated", refund));
+
+        String dashboard = json(api.control("/_sandbox/dashboard/refunds?payment_intent=" + pi)).get("id").asText();
+        assertRequest(null, null, api.eventAbout("refund.created", dashboard));
+        assertRequest(null, null, api.eventAbout("charge.refunded", charge));
     }
 }

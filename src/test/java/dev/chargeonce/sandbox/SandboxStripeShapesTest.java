@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The objects the sandbox answers have Stripe's shape (Stripe's OpenAPI spec, API version
  * {@value SandboxWebhooks#DEFAULT_API_VERSION}): fields Stripe always sends are there, fields it sends only in some
- * states are absent otherwise (not {@code null}), and its error codes are Stripe's.
+ * states are absent otherwise (not {@code null}), fields Stripe sends only when expanded are absent (a charge's
+ * {@code refunds}), and its error codes are Stripe's.
  */
 class SandboxStripeShapesTest {
 
@@ -82,6 +83,76 @@ class SandboxStripeShapesTest {
         assertEquals("succeeded", succeeded.get("status").asText());
         assertFalse(succeeded.has("failure_reason"), succeeded.toString());
         assertFalse(api.eventAbout("refund.updated", succeeding.get("id").asText()).at("/data/object").has("failure_reason"));
+    }
+
+    // ---- a charge's events: charge.refunded (the charge, without its refunds), charge.refund.updated (the refund) ---
+
+    @Test
+    void everyRefundMadeIsAChargeRefundedEventWhoseChargeDoesNotListItsRefunds() {
+        JsonNode pi = paymentIntent("pm_card_visa");
+        String piId = pi.get("id").asText();
+        String charge = pi.get("latest_charge").asText();
+        JsonNode refund = json(api.post("/v1/refunds", "payment_intent=" + piId + "&amount=300", null));
+        assertEquals(charge, refund.get("charge").asText(), "a refund names its charge: " + refund);
+
+        JsonNode partly = api.eventAbout("charge.refunded", charge).at("/data/object");
+        assertEquals("charge", partly.get("object").asText(), partly.toString());
+        assertFalse(partly.has("refunds"), "since API version 2022-11-15 only an expanded charge lists its refunds: " + partly);
+        assertEquals(300, partly.get("amount_refunded").asLong());
+        assertFalse(partly.get("refunded").asBoolean(), "refunded in part");
+        assertEquals(piId, partly.get("payment_intent").asText());
+        assertEquals(1000, partly.get("amount").asLong());
+
+        JsonNode rest = json(api.control("/_sandbox/dashboard/refunds?payment_intent=" + piId));
+        JsonNode whole = api.eventAbout("charge.refunded", charge).at("/data/object");
+        assertEquals(1000, whole.get("amount_refunded").asLong(), whole.toString());
+        assertTrue(whole.get("refunded").asBoolean(), "refunded in full");
+        assertFalse(whole.has("refunds"), whole.toString());
+        assertEquals(2, count("charge.refunded", charge), "one per refund, the API's and the Dashboard's");
+
+        JsonNode listed = json(api.get("/v1/refunds?charge=" + charge)).get("data");
+        assertEquals(2, listed.size(), "the charge's refunds are listed by charge: " + listed);
+        assertEquals(rest.get("id").asText(), listed.get(0).get("id").asText(), "newest first");
+        assertEquals(0, json(api.get("/v1/refunds?charge=ch_none")).get("data").size());
+    }
+
+    @Test
+    void anEventRenderedInAnApiVersionBefore20221115ListsTheChargesRefunds() {
+        JsonNode pi = paymentIntent("pm_card_visa");
+        api.control("/_sandbox/webhooks?api_version=2020-08-27");
+        String refund = json(api.post("/v1/refunds", "payment_intent=" + pi.get("id").asText(), null)).get("id").asText();
+        JsonNode event = api.eventAbout("charge.refunded", pi.get("latest_charge").asText());
+        assertEquals("2020-08-27", event.get("api_version").asText());
+        assertEquals(refund, event.at("/data/object/refunds/data/0/id").asText(), event.toString());
+        assertFalse(event.at("/data/object/refunds/has_more").asBoolean());
+    }
+
+    @Test
+    void aRefundWhoseStatusChangesIsAChargeRefundUpdatedEventWithTheRefund() {
+        JsonNode pi = paymentIntent("pm_sandbox_processing");
+        stripe.settle(pi.get("id").asText(), "succeeded");
+        JsonNode pending = json(api.post("/v1/refunds", "payment_intent=" + pi.get("id").asText() + "&amount=300", null));
+        String id = pending.get("id").asText();
+        assertEquals("pending", pending.get("status").asText());
+        assertEquals(0, count("charge.refund.updated", id), "made, not updated");
+        assertEquals(300, api.eventAbout("charge.refunded", pi.get("latest_charge").asText()).at("/data/object/amount_refunded").asLong(),
+                "a pending refund counts in amount_refunded");
+
+        stripe.refunds().settle(id, "failed", "expired_or_canceled_card");
+        JsonNode updated = api.eventAbout("charge.refund.updated", id).at("/data/object");
+        assertEquals("refund", updated.get("object").asText(), updated.toString());
+        assertEquals("failed", updated.get("status").asText());
+        assertEquals("expired_or_canceled_card", updated.get("failure_reason").asText());
+        assertEquals(pi.get("latest_charge").asText(), updated.get("charge").asText());
+        assertEquals(1, count("charge.refund.updated", id));
+    }
+
+    private static int count(String type, String objectId) {
+        int n = 0;
+        for (JsonNode event : json(api.get("/v1/events?limit=100&type=" + type)).get("data")) {
+            n += objectId.equals(event.at("/data/object/id").asText()) ? 1 : 0;
+        }
+        return n;
     }
 
     // ---- customers: created and livemode ----------------------------------------------------------------------------
