@@ -28,8 +28,10 @@ import java.util.Map;
  * as stripe-java 33.3.0 reads it): fields Stripe always sends are there (a customer's {@code created} and
  * {@code livemode}, a PaymentIntent's {@code canceled_at} and {@code cancellation_reason}, null until canceled),
  * fields it sends only in some states are absent otherwise (a refund's {@code failure_reason}: only when it failed),
- * a decline names its charge ({@code latest_charge}, the 402's {@code error.charge}) and payment method, and an
- * amount above 99999999 is {@code amount_too_large}.
+ * fields it sends only when expanded are absent (a charge's {@code refunds}, in the {@code charge.refunded} events of
+ * every refund: {@link SandboxRefunds}), a decline names its charge ({@code latest_charge}, the 402's
+ * {@code error.charge}) and payment method, and an amount above 99999999 is {@code amount_too_large}. A charge is
+ * only ever an event's object: {@code /v1/charges} is not served (the service never reads it).
  *
  * <p>Control plane under {@code /_sandbox}: {@code GET ledger} ({@code ?charge_id=} or {@code ?key=}, the
  * {@code chargeonce_key} metadata), {@code GET stats}, {@code POST reset},
