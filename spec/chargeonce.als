@@ -37,7 +37,45 @@ lone sig OldAbsenceRule {}
 -- A lookup by Stripe's search API (eventually consistent) instead of a list.
 lone sig SearchInsteadOfList {}
 
-pred currentDesign { no OldKeyRule and no OldAbsenceRule and no SearchInsteadOfList }
+pred oldRulesOff { no OldKeyRule and no OldAbsenceRule and no SearchInsteadOfList }
+pred currentDesign { oldRulesOff and no Dropped }
+
+-- The guards: every condition of a fenced statement's WHERE clause, and every check-then-act, that the design
+-- relies on. A mutant of the model drops one (Dropped = that guard) and the safety checks are run against it:
+-- spec/README.md's mutation table says, for each, which checks notice and how short the counterexample is, or
+-- why the guard is defence in depth. The design drops none. Each is used as `keeps[G] implies <condition>`.
+abstract sig Guard {}
+one sig
+  FinishFence,              -- FINISH: lease_gen = the holder's
+  FinishOnProcessing,       -- FINISH: status = 'processing'
+  ReleaseFence,             -- RELEASE: lease_gen
+  ParkFence,                -- MARK_FOR_RECONCILIATION: lease_gen
+  NextAttemptFence,         -- NEXT_STRIPE_ATTEMPT: lease_gen (and the lookup's RENEW_LEASE, moveOn's check)
+  NextAttemptOfProvenKey,   -- NEXT_STRIPE_ATTEMPT: stripe_attempt = the attempt the lookup proved empty
+  AbsenceProof,             -- moveOn only when the list found nothing of the identity
+  HorizonParks,             -- past key-horizon: park, never a next attempt
+  SettledBeforeHorizonLook, -- past key-horizon: list only once keySettled
+  SendInLease,              -- StripeApi.send: no try once the holder's lease ran out (LeaseSpentException)
+  TakeOverExpired,          -- TAKE_OVER: lease_until <= now (the old holders' leases ended first)
+  TakeOverOnProcessing,     -- TAKE_OVER, TAKE_OVER_EXPIRED: status = 'processing'
+  TakeOverNotParked,        -- TAKE_OVER, TAKE_OVER_EXPIRED: not needs_reconciliation
+  FromStripeOnProcessing,   -- FINISH_FROM_STRIPE: status = 'processing' (else ADVANCE_STATE)
+  AdvanceForwardOnly,       -- ADVANCE_STATE: the new state ranks above the old, and the old is not final
+  AdvanceRefundNotFailed,   -- ADVANCE_STATE: not a refund answered failed (its amount was given back)
+  ObjectOwnerByIdentity,    -- LOCK_FOR_OBJECT: by identity only a row that names no object yet
+  RefundWithinCharge,       -- claimNewRefund: the amount within what the charge has left
+  RefundOfSucceededCharge,  -- claimNewRefund: the charge succeeded
+  OperatorOnProcessing,     -- FINISH_BY_OPERATOR: status = 'processing' at the generation the operator saw
+  OperatorKeySettled,       -- ABANDON_BY_OPERATOR: no try of the key can still run or be sent
+  OperatorListedNothing,    -- OperatorActions.markFailed: the list finds nothing of the identity
+  OperatorAttachesItsOwn,   -- OperatorActions.attach: the object carries the row's identity
+  RequeueOnProcessing,      -- requeue(): status = 'processing'
+  RetentionOnAnswered,      -- DELETE_FINISHED: status <> 'processing'
+  RetentionKeepsFollowed,   -- DELETE_FINISHED: not an accepted row whose object is not settled
+  RetentionKeepsRefunded    -- DELETE_FINISHED: not a charge with refunds
+  extends Guard {}
+sig Dropped in Guard {}
+pred keeps[g: Guard] { g not in Dropped }
 
 ----------------------------------------------------------------------------------------------------------------
 -- Values
@@ -325,7 +363,8 @@ pred sqlInsert[r: Row, h: Holder] {
 -- TAKE_OVER, TAKE_OVER_EXPIRED (NEW_HOLDER): a new lease generation once the lease expired
 -- (lease_until <= now: time may always pass; the holders of the old lease saw it end first, see takeOverAndDrive).
 pred sqlTakeOver[r: Row, h: Holder] {
-  r.status = Processing and r not in Parked
+  r in live and (keeps[TakeOverOnProcessing] implies r.status = Processing)
+  keeps[TakeOverNotParked] implies r not in Parked
   r.owner' = h                                   -- lease_gen + 1: the new holder's generation
   -- stripe_key_last_sent = greatest(stripe_key_last_sent, stripe_sending_until): the bound of the previous
   -- lease is folded in (its holder's sends, past and future, are covered); the new lease sets its own bound
@@ -340,8 +379,9 @@ pred foldSends[r: Row] {
 }
 
 -- RELEASE: the holder lets go, reporting its sends (stripe_key_last_sent) and maybe a 5xx it received.
+pred releaseMatches[r: Row, h: Holder] { r.status = Processing and (keeps[ReleaseFence] implies r.owner = h) }
 pred sqlRelease[r: Row, h: Holder, m: lone Mark] {
-  r.status = Processing and r.owner = h
+  releaseMatches[r, h]
   r.mark' = (some m => m else r.mark)            -- coalesce(?, last_stripe_error)
   no r.bound' and r.foldedH' = r.foldedH         -- stripe_sending_until = NULL
   r.owner' = r.owner and sameAnswer[r] and sameWindow[r] and sameRest[r]
@@ -353,16 +393,23 @@ pred releaseSends[r: Row, h: Holder] {
 }
 
 -- FINISH: the key's final answer, fenced by the holder's generation.
+pred finishMatches[r: Row, h: Holder] {
+  r in live and (keeps[FinishOnProcessing] implies r.status = Processing) and (keeps[FinishFence] implies r.owner = h)
+}
 pred sqlFinish[r: Row, h: Holder, st: Status, o: lone Obj, ps: lone PState] {
-  r.status = Processing and r.owner = h
+  finishMatches[r, h]
   r.status' = st and r.obj' = (some o => o else r.obj) and r.state' = ps
   no r.mark' and no r.bound'                     -- last_stripe_error, stripe_sending_until NULL
   r.owner' = r.owner and r.foldedH' = r.foldedH and sameWindow[r] and sameRest[r]
 }
 
 -- NEXT_STRIPE_ATTEMPT: the next Stripe key, once the current one is proven to have made nothing.
+pred nextAttemptMatches[r: Row, h: Holder] {
+  r.status = Processing and (keeps[NextAttemptFence] implies r.owner = h)
+  keeps[NextAttemptOfProvenKey] implies r.attempt = h.hatt
+}
 pred sqlNextAttempt[r: Row, h: Holder] {
-  r.status = Processing and r.owner = h and r.attempt = h.hatt and some r.attempt.(attempts/next)
+  nextAttemptMatches[r, h] and some r.attempt.(attempts/next)
   r.attempt' = r.attempt.(attempts/next)
   r.early' = Made and r not in Aged'             -- stripe_key_first_sent = now
   no r.foldedH'                                  -- stripe_key_last_sent = NULL
@@ -372,8 +419,9 @@ pred sqlNextAttempt[r: Row, h: Holder] {
 }
 
 -- MARK_FOR_RECONCILIATION: parked for an operator.
+pred parkMatches[r: Row, h: Holder] { r.status = Processing and (keeps[ParkFence] implies r.owner = h) }
 pred sqlPark[r: Row, h: Holder] {
-  r.status = Processing and r.owner = h
+  parkMatches[r, h]
   r in Parked' and no r.bound'                   -- lease_until = now, stripe_sending_until = NULL
   r.owner' = r.owner and r.mark' = r.mark and r.foldedH' = r.foldedH and sameAnswer[r] and sameWindow[r]
   (r in Used' iff r in Used) and r.reserved' = r.reserved
@@ -385,26 +433,32 @@ pred dropSends[r: Row] {      -- stripe_sending_until = NULL without a report: t
 }
 
 -- ADVANCE_STATE: an answered row follows its object's state, forward only and never out of a final state.
+pred advanceMatches[r: Row, s: PState] {
+  r in live and r.status != Processing
+  -- a refund answered "failed" gave its amount back already
+  keeps[AdvanceRefundNotFailed] implies (r.key in RefundKey implies r.status != Failed)
+  keeps[AdvanceForwardOnly] implies (r.state not in finals[r.key] and rises[r.key, r.state, s])
+}
 pred sqlAdvanceState[r: Row, o: Obj, s: PState] {
-  r.status != Processing
-  r.key in RefundKey implies r.status != Failed  -- a refund answered "failed" gave its amount back already
-  r.state not in finals[r.key] and rises[r.key, r.state, s]
+  advanceMatches[r, s]
   r.state' = s and r.obj' = (some r.obj => r.obj else o)  -- coalesce({o}, ?)
   r.status' = r.status and r.owner' = r.owner and r.mark' = r.mark and r.bound' = r.bound
   r.foldedH' = r.foldedH and sameWindow[r] and sameRest[r]
 }
 
 -- FINISH_FROM_STRIPE: an event (or the sync worker) finishes a row still processing, fencing out its holder.
+pred fromStripeMatches[r: Row] { r in live and (keeps[FromStripeOnProcessing] implies r.status = Processing) }
 pred sqlFinishFromStripe[r: Row, st: Status, o: Obj, ps: PState] {
-  r.status = Processing
+  fromStripeMatches[r]
   no r.owner' and r.status' = st and r.obj' = o and r.state' = ps
   no r.mark' and no r.bound'
   r.foldedH' = r.foldedH and sameWindow[r] and sameRest[r]
 }
 
 -- FINISH_BY_OPERATOR: the same, fenced by the generation the operator saw, and out of reconciliation.
+pred operatorMatches[r: Row] { r in live and (keeps[OperatorOnProcessing] implies r.status = Processing) }
 pred sqlFinishByOperator[r: Row, st: Status, o: lone Obj, ps: lone PState] {
-  r.status = Processing
+  operatorMatches[r]
   no r.owner' and r.status' = st and r.obj' = (some o => o else r.obj) and r.state' = ps
   no r.mark' and no r.bound' and r not in Parked'
   r.foldedH' = r.foldedH and sameWindow[r] and (r in Used' iff r in Used) and r.reserved' = r.reserved
@@ -412,7 +466,7 @@ pred sqlFinishByOperator[r: Row, st: Status, o: lone Obj, ps: lone PState] {
 
 -- requeue(): UPDATE … SET needs_reconciliation = false, lease_gen = lease_gen + 1, lease_until = now.
 pred sqlRequeue[r: Row] {
-  r.status = Processing
+  r in live and (keeps[RequeueOnProcessing] implies r.status = Processing)
   r not in Parked' and no r.owner'
   r.mark' = r.mark and r.bound' = r.bound and r.foldedH' = r.foldedH and sameAnswer[r] and sameWindow[r]
   (r in Used' iff r in Used) and r.reserved' = r.reserved
@@ -438,9 +492,11 @@ pred moneyBack[d: Row] {
 
 -- DELETE_FINISHED (RetentionJob): a finished row past the retention is deleted.
 pred sqlDeleteFinished[r: Row] {
-  r.status != Processing
-  not (r.status = Accepted and r.state not in settledStates[r.key])  -- its object is still followed
-  r.key in ChargeKey implies no live & key.(charge.r)                -- a charge with refunds is kept
+  r in live and (keeps[RetentionOnAnswered] implies r.status != Processing)
+  -- its object is still followed
+  keeps[RetentionKeepsFollowed] implies not (r.status = Accepted and r.state not in settledStates[r.key])
+  -- a charge with refunds is kept
+  keeps[RetentionKeepsRefunded] implies (r.key in ChargeKey implies no live & key.(charge.r))
   no r.status' and no r.owner' and no r.attempt' and no r.mark' and no r.obj' and no r.state'
   no r.reserved' and no r.bound' and no r.foldedH' and no r.early' and no r.earlyC'
   r not in Parked' and r not in Aged' and r in Used'
@@ -478,7 +534,7 @@ pred holdView[h: Holder, r: Row] {
 -- StripeApi.send: a try, only inside the holder's lease; its key and parameters come from the row's key and
 -- request alone (StripeKeys.ofIdentity, PaymentOrder / RefundOrder).
 pred newTry[h: Holder, r: Row, a: Attempt, q: Req] {
-  q in freeReqs and h in HValid'
+  q in freeReqs and (keeps[SendInLease] implies h in HValid')
   q in Inflight' and q not in Running' and q not in Replayed' and q not in AnsweredEarly'
   q.rkey' = r.key and q.ratt' = a and q.rrow' = r and q.rfrom' = h and no q.reply'
   -- what stripe_key_last_sent / stripe_sending_until will know of it
@@ -502,7 +558,7 @@ fun leaseHolders[r: Row]: set Holder { HValid & r.owner & hrow.r }
 -- lease it takes over has run out: by its holders' clocks first (they send no more tries).
 pred takeOverAndDrive[h: Holder, r: Row] {
   sqlTakeOver[r, h] and holdView[h, r]
-  all o: leaseHolders[r] | lostLease[o]
+  all o: leaseHolders[r] | keeps[TakeOverExpired] implies lostLease[o] else keepHolder[o]
   looksFirst[h, r] implies {
     startLooking[h, r] and foldSends[r] and coverage[busy & rrow.r]
     frame[r, h + leaseHolders[r], none, none, none]
@@ -538,8 +594,10 @@ pred ClaimRefund[f: RefundKey, b: Body] {
   let h = firstIdle |
   some rowOf[f] implies claimExisting[h, rowOf[f], b]
   else let c = f.charge {
-    c in live and some c.obj and (c.state = Succ or (no c.state and c.status = Completed))
-    f.amount <= minus[chargeAmount, c.reserved]   -- else 400 amount_too_large: nothing stored
+    c in live
+    keeps[RefundOfSucceededCharge] implies (some c.obj and (c.state = Succ or (no c.state and c.status = Completed)))
+    -- else 400 amount_too_large: nothing stored
+    keeps[RefundWithinCharge] implies f.amount <= minus[chargeAmount, c.reserved]
     claimNew[h, f, b, c]
   }
 }
@@ -566,14 +624,15 @@ pred claimExisting[h: Holder, r: Row, b: Body] {
     frame[none, none, none, r.key, none] and coverage[none]
   } else {
     -- (parked: 503 under reconciliation; a live lease: 409; nothing changes) an expired lease: TAKE_OVER
-    r not in Parked
+    keeps[TakeOverNotParked] implies r not in Parked
     takeOverAndDrive[h, r] and h in HClient'
   }
 }
 
 -- RecoveryWorker.recoverOnce: TAKE_OVER_EXPIRED (FOR UPDATE SKIP LOCKED) on any instance, then drive.
 pred Recover[r: Row] {
-  some idle and r in live and r.status = Processing and r not in Parked
+  some idle and r in live and (keeps[TakeOverOnProcessing] implies r.status = Processing)
+  keeps[TakeOverNotParked] implies r not in Parked
   let h = firstIdle | takeOverAndDrive[h, r] and h not in HClient'
 }
 
@@ -590,7 +649,7 @@ pred consumed[q: Req] {
 -- FINISH, or (fenced out) the row's answer
 pred finishOrFenced[h: Holder, r: Row, st: Status, o: lone Obj, ps: lone PState, q: set Req] {
   becomeIdle[h] and keepStripeKey[r.key]
-  (r.status = Processing and r.owner = h) implies {
+  finishMatches[r, h] implies {
     sqlFinish[r, h, st, o, ps] and moneyBack[r] and answer[h, r.key, st, (some o => o else r.obj)]
     coverage[none] and frame[r + chargeRowOf[r], h, q, r.key, none]
   } else {
@@ -601,7 +660,7 @@ pred finishOrFenced[h: Holder, r: Row, st: Status, o: lone Obj, ps: lone PState,
 -- RELEASE (the answer is a 503: not cached), or (fenced out) the row's answer
 pred releaseOrFenced[h: Holder, r: Row, m: lone Mark, q: set Req] {
   becomeIdle[h] and keepStripeKey[r.key]
-  (r.status = Processing and r.owner = h) implies {
+  releaseMatches[r, h] implies {
     sqlRelease[r, h, m] and releaseSends[r, h] and coverage[busy & rrow.r] and keepClient[r.key]
     frame[r, h, q, none, none]
   } else {
@@ -612,7 +671,7 @@ pred releaseOrFenced[h: Holder, r: Row, m: lone Mark, q: set Req] {
 -- MARK_FOR_RECONCILIATION (503 under reconciliation), or (fenced out) the row's answer
 pred parkOrFenced[h: Holder, r: Row, q: set Req] {
   becomeIdle[h] and keepStripeKey[r.key]
-  (r.status = Processing and r.owner = h) implies {
+  parkMatches[r, h] implies {
     sqlPark[r, h] and dropSends[r] and coverage[busy & rrow.r] and keepClient[r.key]
     frame[r, h, q, none, none]
   } else {
@@ -622,7 +681,7 @@ pred parkOrFenced[h: Holder, r: Row, q: set Req] {
 
 -- @Retry: the same key again (a dropped connection, a timeout, 409, an edge 5xx) while the lease allows
 pred resend[h: Holder, q: set Req] {
-  h in HValid
+  keeps[SendInLease] implies h in HValid
   let q2 = nextReq {
     some q2 and newTry[h, h.hrow, h.hatt, q2] and h.hreq' = q2
     h.hrow' = h.hrow and h.hatt' = h.hatt and h.hmark' = h.hmark and h.hlook' = h.hlook
@@ -706,6 +765,7 @@ fun found[h: Holder]: set Obj {
   findable[h.hrow] - (h.hlook = InHistory => none else h.hrow.early)
 }
 pred lookHolds[h: Holder] { h.hrow.owner = h and h.hrow.status = Processing }
+pred horizonLookSettled[h: Holder] { (keeps[SettledBeforeHorizonLook] and h.hlook = PastHorizon) implies h in HSettled }
 
 -- LookupAbandonedException: the lease was lost while it paged: answer what the row holds.
 pred LookAbandoned[h: Holder] {
@@ -722,19 +782,19 @@ pred WaitHorizon[h: Holder] {
 
 -- The list could not be read to its end (LookupFailedException): released (a lost history stays marked).
 pred LookFailed[h: Holder] {
-  some h.hlook and lookHolds[h] and (h.hlook = PastHorizon implies h in HSettled)
+  some h.hlook and lookHolds[h] and (horizonLookSettled[h])
   releaseOrFenced[h, h.hrow, (h.hlook = InHistory => HistoryUnknown else none), none]
 }
 
 -- The window holds more than the pages a lookup may read (LookupTooLargeException): parked.
 pred LookTooLarge[h: Holder] {
-  some h.hlook and lookHolds[h] and (h.hlook = PastHorizon implies h in HSettled)
+  some h.hlook and lookHolds[h] and (horizonLookSettled[h])
   parkOrFenced[h, h.hrow, none]
 }
 
 -- Found: that is the outcome (settle with the object as it is now; a succeeded one first).
 pred LookFound[h: Holder] {
-  some h.hlook and lookHolds[h] and (h.hlook = PastHorizon implies h in HSettled)
+  some h.hlook and lookHolds[h] and (horizonLookSettled[h])
   some o: found[h] {
     (some found[h] & ostate.Succ) implies o.ostate = Succ
     finishOrFenced[h, h.hrow, answerFor[o.ostate], o, o.ostate, none]
@@ -744,14 +804,15 @@ pred LookFound[h: Holder] {
 -- Nothing found. Past the horizon: parked (a create is never re-sent). Else the key made nothing and can
 -- make nothing any more: NEXT_STRIPE_ATTEMPT and the next key's first try, in the same drive (moveOn).
 pred LookNothing[h: Holder] {
-  some h.hlook and lookHolds[h] and (h.hlook = PastHorizon implies h in HSettled)
-  no found[h]
-  h.hlook = PastHorizon implies parkOrFenced[h, h.hrow, none]
+  some h.hlook and h.hrow.status = Processing and (keeps[NextAttemptFence] implies h.hrow.owner = h)
+  horizonLookSettled[h]
+  keeps[AbsenceProof] implies no found[h]
+  (h.hlook = PastHorizon and keeps[HorizonParks]) implies parkOrFenced[h, h.hrow, none]
   else moveOn[h, h.hrow]
 }
 pred moveOn[h: Holder, r: Row] {
   keepStripeKey[r.key]
-  (r.owner = h and r.status = Processing and r.attempt = h.hatt) implies {
+  nextAttemptMatches[r, h] implies {
     let q = nextReq {
       some q and sqlNextAttempt[r, h]
       h.hrow' = r and h.hatt' = r.attempt' and no h.hmark' and no h.hlook' and h.hreq' = q
@@ -916,7 +977,8 @@ pred Forget[k: Key, a: Attempt] {
 -- objects made under the old rule carried no identity)
 fun owner[o: Obj]: lone Row {
   some (live & obj.o) => live & obj.o
-  else (some OldKeyRule => none else (live & key.(o.okey)) - obj.Obj)
+  else (some OldKeyRule => none
+        else (live & key.(o.okey)) - (keeps[ObjectOwnerByIdentity] => obj.Obj else none))
 }
 
 -- An event, delivered late, out of order, or again (the inbox makes a redelivery change nothing, and so does
@@ -928,10 +990,9 @@ pred Deliver[o: Obj, s: PState] {
   coverage[none]
   let r = owner[o] {
     no r implies frame[none, none, none, none, o]
-    else (r.status = Processing) implies {
+    else fromStripeMatches[r] implies {
       sqlFinishFromStripe[r, answerFor[s], o, s] and moneyBack[r] and frame[r + chargeRowOf[r], none, none, none, o]
-    } else (r.key in RefundKey implies r.status != Failed) and r.state not in finals[r.key]
-           and rises[r.key, r.state, s] implies {
+    } else advanceMatches[r, s] implies {
       sqlAdvanceState[r, o, s] and moneyBack[r] and frame[r + chargeRowOf[r], none, none, none, o]
     } else frame[none, none, none, none, o]
   }
@@ -959,7 +1020,7 @@ pred SyncCancel[r: Row] {
 
 -- attach: a Stripe object that carries the row's identity, as its driver would have stored it.
 pred OpAttach[r: Row, o: Obj] {
-  r in live and r.status = Processing and o in Made and o.okey = r.key
+  operatorMatches[r] and o in Made and (keeps[OperatorAttachesItsOwn] implies o.okey = r.key)
   sqlFinishByOperator[r, answerFor[o.ostate], o, o.ostate] and moneyBack[r]
   coverage[none] and frame[r + chargeRowOf[r], none, none, none, none]
 }
@@ -967,7 +1028,7 @@ pred OpAttach[r: Row, o: Obj] {
 -- mark failed: only when the key is settled (keySettled, by stripe_key_last_sent) and a list from the
 -- claim until now finds nothing of the key.
 pred OpMarkFailed[r: Row] {
-  r in live and r.status = Processing
+  operatorMatches[r]
   -- IdempotencyStore.ABANDON_BY_OPERATOR: now >= greatest(stripe_key_last_sent, stripe_sending_until)
   -- + request-max-duration, and now >= created_at + lease + request-max-duration. The first bounds every try of
   -- this row's holders, the current one's own in-flight tries included (it sends only before its send bound);
@@ -975,10 +1036,9 @@ pred OpMarkFailed[r: Row] {
   -- created and send only within their leases). ASSUMPTION (as settledNow): a try runs at most
   -- request-max-duration after it was sent. So: no try with the key is on its way or running, and no holder of
   -- the key may still send.
-  no busy & rkey.(r.key)
-  no HValid & hrow.(key.(r.key))
+  keeps[OperatorKeySettled] implies (no busy & rkey.(r.key) and no HValid & hrow.(key.(r.key)))
   -- OperatorActions.markFailed: the list from lost-history-lookback before created_at to now (not from created_at).
-  no findable[r]
+  keeps[OperatorListedNothing] implies no findable[r]
   sqlFinishByOperator[r, Failed, none, none] and moneyBack[r]
   coverage[none] and frame[r + chargeRowOf[r], none, none, none, none]
 }
@@ -1169,9 +1229,12 @@ pred everyRowEnds {
                        implies eventually (r not in live or r.status != Processing or r in Parked))
 }
 
-pred oldKeyRuleOnly { some OldKeyRule and no OldAbsenceRule and no SearchInsteadOfList }
-pred oldAbsenceRuleOnly { no OldKeyRule and some OldAbsenceRule and no SearchInsteadOfList }
-pred searchOnly { no OldKeyRule and no OldAbsenceRule and some SearchInsteadOfList }
+-- A mutant: the design with one guard dropped.
+pred dropsOnly[g: Guard] { oldRulesOff and Dropped = g }
+
+pred oldKeyRuleOnly { some OldKeyRule and no OldAbsenceRule and no SearchInsteadOfList and no Dropped }
+pred oldAbsenceRuleOnly { no OldKeyRule and some OldAbsenceRule and no SearchInsteadOfList and no Dropped }
+pred searchOnly { no OldKeyRule and no OldAbsenceRule and some SearchInsteadOfList and no Dropped }
 
 ----------------------------------------------------------------------------------------------------------------
 -- 9. CHECKS. ProtocolModelTest runs them all (`java -jar alloy.jar exec spec/chargeonce.als`) and asserts that every

@@ -6,7 +6,7 @@ import org.junit.platform.launcher.TestPlan;
 
 /**
  * Starts the model's checks (minutes of SAT solving in processes of their own) as soon as a test run that holds
- * {@link ProtocolModelTest#everyCheckHasItsExpectedResult} begins, so that they run beside the other tests, not
+ * {@link ProtocolModelTest#everyCheckHasItsExpectedResult} (or {@link GuardMutationTest#everyLoadBearingGuardIsCaught}) begins, so that they run beside the other tests, not
  * after them; the test then collects their results. A run without that test starts nothing. Registered in
  * {@code META-INF/services/org.junit.platform.launcher.TestExecutionListener}.
  */
@@ -19,8 +19,10 @@ public class StartModelChecksEarly implements TestExecutionListener {
                 .anyMatch(test -> test.getSource()
                         .filter(MethodSource.class::isInstance)
                         .map(MethodSource.class::cast)
-                        .filter(m -> m.getClassName().equals(ProtocolModelTest.class.getName())
-                                && m.getMethodName().equals("everyCheckHasItsExpectedResult"))
+                        .filter(m -> (m.getClassName().equals(ProtocolModelTest.class.getName())
+                                        && m.getMethodName().equals("everyCheckHasItsExpectedResult"))
+                                || (m.getClassName().equals(GuardMutationTest.class.getName())
+                                        && m.getMethodName().equals("everyLoadBearingGuardIsCaught")))
                         .isPresent());
         if (planned) {
             try {
