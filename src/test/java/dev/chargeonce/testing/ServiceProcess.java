@@ -289,8 +289,12 @@ public final class ServiceProcess implements AutoCloseable {
         }
     }
 
+    /**
+     * Starts the process and waits up to 3 minutes: on Citus, on a busy machine, the migrations that distribute the
+     * tables alone took more than one. A start that fails exits, and is reported at once.
+     */
     public void startProcess() {
-        startProcess(Duration.ofSeconds(60));
+        startProcess(Duration.ofMinutes(3));
     }
 
     /**
