@@ -4,6 +4,7 @@ import static dev.chargeonce.testing.TestClients.ACME;
 import static dev.chargeonce.testing.TestClients.ACME_KEY;
 import static org.hamcrest.Matchers.equalTo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.idempotency.Fingerprint;
@@ -138,6 +139,38 @@ class KeyHorizonTest {
         assertEquals(1, stripe.intentsFor(ACME, key).size());
         assertEquals(paymentIntent, stripe.intentsFor(ACME, key).get(0).get("id").asText());
         assertEquals("1", stripe.intentsFor(ACME, key).get(0).get("metadata").get("chargeonce_attempt").asText());
+    }
+
+    /**
+     * Past the horizon the key's payment is looked up only once no try of it can still run at Stripe: a try its
+     * last holder may have sent until a moment ago may not be listed yet, and the row would be parked for an operator
+     * while its payment is on its way. Until then the retry is told to come back, and nothing is sent.
+     */
+    @Test
+    void aRowPastTheHorizonWhoseLastTryMayStillRunIsNotLookedUpYet() throws Exception {
+        SandboxControl stripe = new SandboxControl(sandboxBase);
+        stripe.clearFaults();
+        String key = UUID.randomUUID().toString();
+        String chargeId = insertAbandonedRow(key, "25 hours");
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "UPDATE stripe_intents SET stripe_sending_until = now() - interval '1 second' WHERE id = ?")) {
+            ps.setString(1, chargeId); // its last holder could send until a second ago
+            assertEquals(1, ps.executeUpdate());
+        }
+        long creates = stripe.createRequests();
+
+        ChargeApiTest.post(ACME_KEY, key, ChargeApiTest.VISA).then().statusCode(503)
+                .body("error.code", equalTo("stripe_outcome_unknown"));
+        assertEquals(creates, stripe.createRequests(), "no create with a key past the horizon");
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT status, needs_reconciliation FROM stripe_intents WHERE id = ?")) {
+            ps.setString(1, chargeId);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertTrue(rs.next());
+                assertEquals("processing", rs.getString(1));
+                assertFalse(rs.getBoolean(2), "not parked before the lookup could tell");
+            }
+        }
     }
 
     private String insertAbandonedRow(String key, String age) throws Exception {

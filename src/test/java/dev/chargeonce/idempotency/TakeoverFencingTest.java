@@ -50,6 +50,9 @@ class TakeoverFencingTest {
     Finishes finishes;
 
     @Inject
+    OperatorRows operatorRows;
+
+    @Inject
     AgroalDataSource primary;
 
     @Inject
@@ -248,6 +251,159 @@ class TakeoverFencingTest {
         assertTrue(rowState(primary, original.id()).needsReconciliation());
         assertInstanceOf(Claim.UnderReconciliation.class, claims.claim(intent, HORIZON));
         assertFalse(claims.markForReconciliation(successor, "test"), "a stale holder cannot park it again either");
+    }
+
+    /**
+     * A holder whose lease ran out by the database's clock still holds the row until someone takes it over, and may
+     * renew its lease: a retry that read the expired lease before the renewal must not take the row over after it,
+     * or two drivers would hold the key at once.
+     */
+    @Test
+    void aRetryThatReadAnExpiredLeaseDoesNotTakeTheRowOverOnceItsHolderRenewedIt() throws Exception {
+        String client = "fencing-" + UUID.randomUUID();
+        NewIntent intent = newIntent(client, "k");
+        ClaimedIntent holder = assertInstanceOf(Claim.Fresh.class, claims.claim(intent, HORIZON)).intent();
+        expireLease(holder.id());
+        Row read = readRow(intent);
+        assertTrue(read.leaseLeftMillis() <= 0, "the retry read an expired lease");
+
+        assertTrue(claims.renewLease(holder), "the holder renews its lease: no one took the row over");
+        assertTrue(claims.answerOrTakeOver(Operation.CHARGE, read, intent.fingerprint(), HORIZON).isEmpty(),
+                "the retry's takeover of the renewed lease matches nothing");
+        assertEquals(holder.leaseGeneration(), rowState(primary, holder.id()).leaseGeneration(), "no new holder");
+        assertInstanceOf(Claim.InFlight.class, claims.claim(intent, HORIZON), "the holder still holds the key");
+    }
+
+    /**
+     * A retry reads the key's row, then takes it over in a statement of its own. The row's holder may park it in
+     * between (its lease ran out by the clock while it parked it, but its generation is still the row's): the
+     * takeover must then match nothing, or the parked row, which the service never sends again by itself, would be
+     * driven again behind the operator who resolves it.
+     */
+    @Test
+    void aRetryThatReadTheRowBeforeItsHolderParkedItDoesNotTakeItOver() throws Exception {
+        String client = "fencing-" + UUID.randomUUID();
+        NewIntent intent = newIntent(client, "k");
+        ClaimedIntent holder = assertInstanceOf(Claim.Fresh.class, claims.claim(intent, HORIZON)).intent();
+        expireLease(holder.id());
+        Row read = readRow(intent);
+        assertTrue(read.leaseLeftMillis() <= 0 && !read.needsReconciliation(), "the retry read an expired, unparked lease");
+
+        assertTrue(claims.markForReconciliation(holder, "test"), "the holder parks the row after the retry's read");
+        assertTrue(claims.answerOrTakeOver(Operation.CHARGE, read, intent.fingerprint(), HORIZON).isEmpty(),
+                "the retry's takeover of the parked row matches nothing");
+        assertEquals(holder.leaseGeneration(), rowState(primary, holder.id()).leaseGeneration(), "no new holder");
+        assertInstanceOf(Claim.UnderReconciliation.class, claims.claim(intent, HORIZON), "the row stays parked");
+    }
+
+    /**
+     * The same race with a row answered in between: a takeover never reopens an answered row, whatever its lease
+     * columns say (a finish clears {@code lease_until}; the row is set back to an expired lease here by hand, so
+     * that only the status can refuse).
+     */
+    @Test
+    void aRetryThatReadTheRowBeforeItWasAnsweredDoesNotTakeItOver() throws Exception {
+        String client = "fencing-" + UUID.randomUUID();
+        NewIntent intent = newIntent(client, "k");
+        ClaimedIntent holder = assertInstanceOf(Claim.Fresh.class, claims.claim(intent, HORIZON)).intent();
+        expireLease(holder.id());
+        Row read = readRow(intent);
+        assertTrue(finishes.finish(holder, IntentStatus.COMPLETED, new StoredAnswer(201, "{\"answered\":true}"), "pi_a"));
+        expireLease(holder.id());
+
+        assertTrue(claims.answerOrTakeOver(Operation.CHARGE, read, intent.fingerprint(), HORIZON).isEmpty(),
+                "the retry's takeover of the answered row matches nothing");
+        assertEquals(holder.leaseGeneration(), rowState(primary, holder.id()).leaseGeneration(), "no new holder");
+        assertEquals(new StoredAnswer(201, "{\"answered\":true}"),
+                assertInstanceOf(Claim.Replay.class, claims.claim(intent, HORIZON)).answer(), "the answer stands");
+    }
+
+    /**
+     * A holder moves to the next Stripe key only from the attempt its lookup proved empty: the same proof again (the
+     * holder's generation is unchanged by the move) matches nothing, or it would skip a key it has just sent.
+     */
+    @Test
+    void aProofAboutOneStripeAttemptMovesTheRowOnceFromThatAttempt() throws Exception {
+        String client = "fencing-" + UUID.randomUUID();
+        NewIntent intent = newIntent(client, "k");
+        ClaimedIntent holder = assertInstanceOf(Claim.Fresh.class, claims.claim(intent, HORIZON)).intent();
+        ClaimedIntent next = claims.nextStripeAttempt(holder, HORIZON).orElseThrow();
+        assertEquals(holder.stripeAttempt() + 1, next.stripeAttempt());
+        assertEquals(holder.leaseGeneration(), next.leaseGeneration(), "the move keeps the holder's generation");
+
+        assertTrue(claims.nextStripeAttempt(holder, HORIZON).isEmpty(), "the proof about the first attempt is spent");
+        assertEquals(next.stripeAttempt(), readRow(intent).stripeAttempt(), "the row stays on the second attempt");
+        assertEquals(next.stripeAttempt() + 1, claims.nextStripeAttempt(next, HORIZON).orElseThrow().stripeAttempt(),
+                "a proof about the second attempt moves it on");
+    }
+
+    /**
+     * An operator's "nothing was made" waits, in its own statement, until no try of the key can still reach Stripe
+     * (the holder's send bound, or its last report, plus the longest a request runs): whatever its caller checked
+     * before, a row whose holder may still send is not answered, or a try on its way would charge after it.
+     */
+    @Test
+    void anOperatorCannotAnswerNothingWasMadeWhileATryOfTheKeyMayStillReachStripe() throws Exception {
+        String client = "fencing-" + UUID.randomUUID();
+        ClaimedIntent holder = assertInstanceOf(Claim.Fresh.class, claims.claim(newIntent(client, "k"), HORIZON)).intent();
+        Finishes.Final nothingMade = new Finishes.Final(IntentStatus.FAILED, new StoredAnswer(400, "{}"), null, null, null);
+        Duration requestMaxDuration = Duration.ofSeconds(1);
+
+        assertFalse(operatorRows.abandonByOperator(Operation.CHARGE, holder.id(), client, holder.leaseGeneration(), nothingMade,
+                requestMaxDuration), "refused while the holder may still send the key");
+        assertEquals("processing", rowState(primary, holder.id()).status());
+
+        // the holder's send bound and the row's claim long past: no try of the key can still run
+        try (Connection c = primary.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                UPDATE stripe_intents SET stripe_sending_until = now() - interval '1 hour',
+                       created_at = now() - interval '1 hour', stripe_key_first_sent = now() - interval '1 hour'
+                 WHERE id = ?""")) {
+            ps.setString(1, holder.id());
+            ps.executeUpdate();
+        }
+        assertTrue(operatorRows.abandonByOperator(Operation.CHARGE, holder.id(), client, holder.leaseGeneration(), nothingMade,
+                requestMaxDuration), "once the key is settled the statement answers it");
+        assertEquals("failed", rowState(primary, holder.id()).status());
+    }
+
+    /**
+     * An operator's finish and requeue act on a processing row at the generation the operator saw: not on a row a
+     * driver took over since, nor on a row answered since (its client may have its answer already).
+     */
+    @Test
+    void anOperatorCannotFinishOrRequeueARowThatMovedOrWasAnswered() throws Exception {
+        String client = "fencing-" + UUID.randomUUID();
+        Finishes.Final attached = new Finishes.Final(IntentStatus.COMPLETED, new StoredAnswer(201, "{\"operator\":true}"), "pi_op",
+                "succeeded", null);
+
+        NewIntent moved = newIntent(client, "moved");
+        ClaimedIntent seen = assertInstanceOf(Claim.Fresh.class, claims.claim(moved, HORIZON)).intent();
+        expireLease(seen.id());
+        assertInstanceOf(Claim.TakenOver.class, claims.claim(moved, HORIZON));
+        RowState takenOver = rowState(primary, seen.id());
+        assertFalse(operatorRows.finishByOperator(Operation.CHARGE, seen.id(), client, seen.leaseGeneration(), attached),
+                "the generation the operator saw is gone");
+        assertEquals(takenOver, rowState(primary, seen.id()), "the new holder's row is left as it was");
+
+        NewIntent answered = newIntent(client, "answered");
+        ClaimedIntent holder = assertInstanceOf(Claim.Fresh.class, claims.claim(answered, HORIZON)).intent();
+        assertTrue(finishes.finish(holder, IntentStatus.FAILED, new StoredAnswer(402, "{\"declined\":true}"), null));
+        RowState done = rowState(primary, holder.id());
+        assertFalse(operatorRows.finishByOperator(Operation.CHARGE, holder.id(), client, holder.leaseGeneration(), attached),
+                "an answered row is not answered again");
+        assertFalse(operatorRows.requeue(Operation.CHARGE, holder.id(), client, holder.leaseGeneration()),
+                "nor handed back to the drivers");
+        assertEquals(done, rowState(primary, holder.id()), "the answered row is left as it was");
+        assertEquals(new StoredAnswer(402, "{\"declined\":true}"),
+                assertInstanceOf(Claim.Replay.class, claims.claim(answered, HORIZON)).answer());
+    }
+
+    /** The key's row as a retry's read sees it (the claim's first statement). */
+    private Row readRow(NewIntent intent) throws SQLException {
+        try (Connection c = primary.getConnection()) {
+            return Row.ofKey(c, Operation.CHARGE, intent.clientId(), identities.lookup(Operation.CHARGE, intent.clientId(), intent.key()),
+                    HORIZON).orElseThrow();
+        }
     }
 
     /** A holder that sent the key a moment ago and got Stripe's 5xx. */
