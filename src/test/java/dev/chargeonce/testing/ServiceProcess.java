@@ -289,10 +289,7 @@ public final class ServiceProcess implements AutoCloseable {
         }
     }
 
-    /**
-     * Starts the process and waits up to 3 minutes: on Citus, on a busy machine, the migrations that distribute the
-     * tables alone took more than one. A start that fails exits, and is reported at once.
-     */
+    /** Up to 3 minutes: on Citus, on a busy machine, the migrations alone took more than one. */
     public void startProcess() {
         startProcess(Duration.ofMinutes(3));
     }
