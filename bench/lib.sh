@@ -140,14 +140,15 @@ wait_http() { # wait_http <url> <seconds> <pid> [any]: until the URL answers 2xx
 
 sha256_hex() { printf '%s' "$1" | sha256sum | awk '{print $1}'; }
 
-# harness_classes: the test suite's JDK-only service launcher (src/test/java/dev/chargeonce/testing/ServiceProcess.java),
-# compiled once per work directory: the scripts start the service through the same launcher as the process tests and
-# the chaos runs. Prints the classes' directory.
+# harness_classes: the test suite's JDK-only service launcher (src/test/java/dev/chargeonce/testing/ServiceProcess.java,
+# with its command line ServiceLauncher.java and FreePorts.java), compiled once per work directory: the scripts start
+# the service through the same launcher as the process tests and the chaos runs. Prints the classes' directory.
 harness_classes() {
-  local classes="$WORK_DIR/harness"
-  if [ ! -f "$classes/dev/chargeonce/testing/ServiceProcess.class" ]; then
-    javac --release 21 -d "$classes" src/test/java/dev/chargeonce/testing/ServiceProcess.java >&2 \
-      || die "could not compile the service launcher (src/test/java/dev/chargeonce/testing/ServiceProcess.java)"
+  local classes="$WORK_DIR/harness" testing=src/test/java/dev/chargeonce/testing
+  if [ ! -f "$classes/dev/chargeonce/testing/ServiceLauncher.class" ]; then
+    javac --release 21 -d "$classes" "$testing/ServiceProcess.java" "$testing/ServiceLauncher.java" \
+      "$testing/FreePorts.java" >&2 \
+      || die "could not compile the service launcher ($testing/ServiceProcess.java, ServiceLauncher.java, FreePorts.java)"
   fi
   echo "$classes"
 }
@@ -156,13 +157,13 @@ harness_classes() {
 #                  [JVM options...]: the packaged service ($SERVICE_JAR, default target/quarkus-app/quarkus-run.jar)
 # on loopback as the scripts run it: database chargeonce on 127.0.0.1:<database port>, the Stripe stand-in, one
 # client, key-hash version 1 under <key secret>, reconciliation and the Events API catch-up off (both page through
-# the stand-in's lists, which it walks from the start for every page). Started by ServiceProcess (harness_classes),
+# the stand-in's lists, which it walks from the start for every page). Started by ServiceLauncher (harness_classes),
 # which waits until it is ready (120 s at most) and leaves it running; sets LAST_PID.
 start_chargeonce() {
   local logfile="$1" http="$2" management="$3" db="$4" stripe="$5" client="$6" secret="$7"; shift 7
   local options=() option pid
   for option in "$@"; do options+=(--jvm-option "$option"); done
-  pid=$(java -cp "$(harness_classes)" dev.chargeonce.testing.ServiceProcess --log "$logfile" --port "$http" \
+  pid=$(java -cp "$(harness_classes)" dev.chargeonce.testing.ServiceLauncher --log "$logfile" --port "$http" \
     --management-port "$management" --jar "${SERVICE_JAR:-target/quarkus-app/quarkus-run.jar}" --timeout 120s \
     ${options[@]+"${options[@]}"} quarkus.http.host=127.0.0.1 quarkus.management.host=127.0.0.1 \
     "quarkus.datasource.jdbc.url=jdbc:postgresql://127.0.0.1:$db/chargeonce" \

@@ -3,6 +3,7 @@ package chaos;
 import static chaos.Harness.log;
 import static chaos.Harness.seconds;
 
+import dev.chargeonce.testing.FreePorts;
 import dev.chargeonce.testing.ServiceProcess;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -151,7 +152,7 @@ public final class Chaos {
      * in the ephemeral range may meanwhile be the local end of some outgoing connection): the test suite's own.
      */
     static int freePort() {
-        return ServiceProcess.freePort();
+        return FreePorts.freePort();
     }
 
     /**

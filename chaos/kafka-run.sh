@@ -42,7 +42,7 @@ CP="$(cat "$RESULTS/test-classpath.txt"):$ROOT/$APP_JAR:$ROOT/$SANDBOX_JAR"
 javac --release 21 -nowarn -d "$RESULTS/classes" -cp "$CP" chaos/KafkaChaos.java chaos/KafkaLostCommits.java chaos/Harness.java \
   src/test/java/dev/chargeonce/testing/KafkaBroker.java src/test/java/dev/chargeonce/testing/KafkaTestClients.java \
   src/test/java/dev/chargeonce/testing/ServiceProcess.java src/test/java/dev/chargeonce/testing/TestPostgres.java \
-  src/test/java/dev/chargeonce/testing/TestKeys.java
+  src/test/java/dev/chargeonce/testing/TestKeys.java src/test/java/dev/chargeonce/testing/FreePorts.java
 
 # The database: the scripts' PostgreSQL (what chaos/run.sh and bench/run.sh start too), set up as the test suite's
 # own server is (no fsync, no waiting for the WAL at commit: the run audits the service, not the disk).

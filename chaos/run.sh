@@ -115,8 +115,8 @@ for source in chaos/*.java; do
   case "$source" in chaos/Kafka*.java) ;; *) CHAOS_SOURCES+=("$source") ;; esac
 done
 javac --release 21 -d "$WORK_DIR/classes" -cp "$PGJDBC" "${CHAOS_SOURCES[@]}" \
-  src/test/java/dev/chargeonce/testing/ServiceProcess.java src/test/java/dev/chargeonce/testing/TcpProxy.java \
-  src/test/java/dev/chargeonce/testing/TestClients.java
+  src/test/java/dev/chargeonce/testing/ServiceProcess.java src/test/java/dev/chargeonce/testing/FreePorts.java \
+  src/test/java/dev/chargeonce/testing/TcpProxy.java src/test/java/dev/chargeonce/testing/TestClients.java
 
 PG_PORT=$(free_port); REPLICA_PORT=$(free_port)
 SERVICE_REPLICA=false

@@ -3,6 +3,7 @@ package dev.chargeonce.process;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.chargeonce.testing.FreePorts;
 import dev.chargeonce.testing.ProcessEnvironment;
 import dev.chargeonce.testing.ServiceProcess;
 import dev.chargeonce.testing.TestOperators;
@@ -42,7 +43,7 @@ class OidcConsoleIT {
     @BeforeAll
     void start() {
         provider = new MockOAuth2Server();
-        provider.start(ServiceProcess.freePort());
+        provider.start(FreePorts.freePort());
         env = new ProcessEnvironment("oidc");
         Map<String, String> config = env.serviceConfig();
         config.put("chargeonce.auth.operators", TestOperators.config());

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chargeonce.testing.ChargeClient;
+import dev.chargeonce.testing.FreePorts;
 import dev.chargeonce.testing.ProcessEnvironment;
 import dev.chargeonce.testing.ServiceProcess;
 import dev.chargeonce.testing.TestClients;
@@ -33,7 +34,7 @@ class ProdProfileIT {
     @Test
     void theSandboxNeverRunsInTheProdBuild() throws Exception {
         try (ProcessEnvironment env = new ProcessEnvironment("prod")) {
-            int sandboxPort = ServiceProcess.freePort();
+            int sandboxPort = FreePorts.freePort();
             Map<String, String> config = env.serviceConfig();
             config.put("chargeonce.sandbox.enabled", "true");
             config.put("chargeonce.sandbox.port", Integer.toString(sandboxPort));

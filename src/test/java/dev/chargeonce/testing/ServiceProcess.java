@@ -2,7 +2,6 @@ package dev.chargeonce.testing;
 
 import java.io.File;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -24,8 +23,8 @@ import java.util.function.Consumer;
  *
  * <p>It is the one launcher of the service for every harness of the project: the process tests, the chaos runs
  * ({@code chaos/}, which also start the naive control and the Stripe stand-in through it: {@link #builder}) and the
- * benchmarks ({@code bench/lib.sh start_chargeonce}, through {@link #main}). JDK only, so that the scripts compile it
- * with plain {@code javac}.
+ * benchmarks ({@code bench/lib.sh start_chargeonce}, through {@link ServiceLauncher}). JDK only, so that the scripts
+ * compile it with plain {@code javac} (with {@link FreePorts}, where its ports come from).
  */
 public final class ServiceProcess implements AutoCloseable {
 
@@ -73,8 +72,8 @@ public final class ServiceProcess implements AutoCloseable {
     private ServiceProcess(Builder b) {
         this.name = b.name;
         this.quarkus = b.mainClass == null;
-        this.port = b.port != 0 ? b.port : freePort();
-        this.managementPort = !quarkus ? port : b.managementPort != 0 ? b.managementPort : freePort();
+        this.port = b.port != 0 ? b.port : FreePorts.freePort();
+        this.managementPort = !quarkus ? port : b.managementPort != 0 ? b.managementPort : FreePorts.freePort();
         List<String> program = new ArrayList<>();
         if (quarkus) {
             program.addAll(List.of("-jar", b.jar.toString()));
@@ -533,95 +532,6 @@ public final class ServiceProcess implements AutoCloseable {
     public int managementPort() {
         return managementPort;
     }
-
-    /**
-     * The launcher for shell scripts ({@code bench/lib.sh start_chargeonce}): starts the packaged service, waits until
-     * it is ready, prints its pid and exits, leaving it running (the script stops it by its pid). On a failure it
-     * kills what it started, says why on stderr and exits 1.
-     *
-     * <pre>
-     * java -cp &lt;classes&gt; dev.chargeonce.testing.ServiceProcess --log FILE --port P --management-port M
-     *      [--jar quarkus-run.jar] [--timeout 90s] [--jvm-option OPTION]... [property=value]...
-     * </pre>
-     */
-    public static void main(String[] args) {
-        Builder service = builder("service");
-        List<String> jvmOptions = new ArrayList<>();
-        Duration timeout = Duration.ofSeconds(90);
-        for (int i = 0; i < args.length; i++) {
-            String arg = args[i];
-            switch (arg) {
-                case "--log" -> service.logFile(Path.of(args[++i]));
-                case "--port" -> service.port(Integer.parseInt(args[++i]));
-                case "--management-port" -> service.managementPort(Integer.parseInt(args[++i]));
-                case "--jar" -> service.jar(Path.of(args[++i]));
-                case "--timeout" -> timeout = Duration.ofSeconds(Long.parseLong(args[++i].replaceFirst("s$", "")));
-                case "--jvm-option" -> jvmOptions.add(args[++i]);
-                default -> {
-                    int eq = arg.indexOf('=');
-                    if (arg.startsWith("-") || eq <= 0) {
-                        System.err.println("ServiceProcess: unknown argument " + arg);
-                        System.exit(2);
-                    }
-                    service.config(Map.of(arg.substring(0, eq), arg.substring(eq + 1)));
-                }
-            }
-        }
-        if (!jvmOptions.isEmpty()) {
-            service.jvmOptions(jvmOptions);
-        }
-        ServiceProcess process = service.build();
-        try {
-            process.startProcess(timeout);
-        } catch (IllegalStateException e) {
-            process.close();
-            System.err.println(e.getMessage());
-            System.exit(1);
-        }
-        System.out.println(process.pid());
-        System.exit(0); // the service runs on, a child of nobody now: the script stops it by its pid
-    }
-
-    /**
-     * A free loopback port below the kernel's ephemeral range. A port from that range (what {@code new
-     * ServerSocket(0)} hands out) can meanwhile become the local end of an outgoing connection, even one of the
-     * service's own JDBC connections, and then the service, or its restart after {@code kill -9}, cannot bind it.
-     */
-    public static synchronized int freePort() {
-        int ephemeralLow = 32768;
-        try (java.io.BufferedReader in = java.nio.file.Files.newBufferedReader(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))) {
-            int parsed = Integer.parseInt(in.readLine().trim().split("\\s+")[0]);
-            if (parsed > 4_096) {
-                ephemeralLow = parsed;
-            }
-        } catch (IOException | RuntimeException e) {
-            // not Linux, or unreadable: keep the usual default
-        }
-        int low = Math.max(1024, Math.min(20_000, ephemeralLow - 2_000));
-        // Test JVMs run side by side (failsafe's forks): each takes ports from its own slice of the range, so that
-        // two of them never hand out the same port (each remembers only its own).
-        int forks = Integer.getInteger("chargeonce.test.forks", 1);
-        int fork = Math.floorMod(Integer.getInteger("chargeonce.test.fork", 1) - 1, forks);
-        int slice = (ephemeralLow - low) / forks;
-        low += fork * slice;
-        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
-        for (int attempt = 0; attempt < 500; attempt++) {
-            int port = low + random.nextInt(slice);
-            if (!HANDED_OUT.add(port)) {
-                continue;
-            }
-            try (ServerSocket s = new ServerSocket()) {
-                s.setReuseAddress(true);
-                s.bind(new java.net.InetSocketAddress("0.0.0.0", port));
-                return port;
-            } catch (IOException e) {
-                // in use: try another
-            }
-        }
-        throw new IllegalStateException("no free port below " + ephemeralLow);
-    }
-
-    private static final java.util.Set<Integer> HANDED_OUT = new java.util.HashSet<>();
 
     private static void sleep(long millis) {
         try {
