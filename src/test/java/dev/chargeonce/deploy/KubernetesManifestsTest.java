@@ -55,6 +55,10 @@ class KubernetesManifestsTest {
         return new ManifestChecks(m, properties, dockerfile, mainSources);
     }
 
+    static NetworkAndMonitoringChecks networkAndMonitoringChecks(Manifests m) {
+        return new NetworkAndMonitoringChecks(m, properties, dockerfile, mainSources);
+    }
+
     @Test
     void manifestsAreThere() {
         // Guards every other test against passing on an empty directory.
@@ -126,12 +130,12 @@ class KubernetesManifestsTest {
 
     @Test
     void networkPolicy() {
-        assertEquals(List.of(), checks(manifests).networkPolicy());
+        assertEquals(List.of(), networkAndMonitoringChecks(manifests).networkPolicy());
     }
 
     @Test
     void monitoring() {
-        assertEquals(List.of(), checks(manifests).monitoring());
+        assertEquals(List.of(), networkAndMonitoringChecks(manifests).monitoring());
     }
 
     /** Each rule, shown a broken copy of the manifests or of application.properties, reports it. */
@@ -311,57 +315,57 @@ class KubernetesManifestsTest {
 
         @Test
         void egressToAnExtraPort() {
-            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::networkPolicy, "NetworkPolicy",
                     n -> ((ArrayNode) n.at("/spec/egress/2/ports")).addObject().put("protocol", "TCP").put("port", 80), "egress allows TCP/80");
         }
 
         @Test
         void ingressRuleWithoutPorts() {
-            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::networkPolicy, "NetworkPolicy",
                     n -> ((ObjectNode) n.at("/spec/ingress/0")).remove("ports"), "without ports opens every port");
         }
 
         @Test
         void managementPortOpenToEveryone() {
-            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::networkPolicy, "NetworkPolicy",
                     n -> ((ObjectNode) n.at("/spec/ingress/1")).remove("from"), "the management port 9000 is open to every peer");
         }
 
         @Test
         void managementPortInTheClientsRule() {
-            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::networkPolicy, "NetworkPolicy",
                     n -> ((ArrayNode) n.at("/spec/ingress/0/ports")).addObject().put("protocol", "TCP").put("port", 9000),
                     "the management port 9000 is open to every peer");
         }
 
         @Test
         void managementPortOpenToAnAddressRange() {
-            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::networkPolicy, "NetworkPolicy",
                     n -> ((ArrayNode) n.at("/spec/ingress/1/from")).addObject().putObject("ipBlock").put("cidr", "0.0.0.0/0"),
                     "allow the monitoring namespace only");
         }
 
         @Test
         void managementPortClosedToPrometheus() {
-            assertNoticed(ManifestChecks::networkPolicy, "NetworkPolicy",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::networkPolicy, "NetworkPolicy",
                     n -> ((ArrayNode) n.at("/spec/ingress")).remove(1), "no ingress rule lets the monitoring namespace reach the management port 9000");
         }
 
         @Test
         void scrapeOfTheApiPort() {
-            assertNoticed(ManifestChecks::monitoring, "ServiceMonitor",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::monitoring, "ServiceMonitor",
                     m -> ((ObjectNode) m.at("/spec/endpoints/0")).put("port", "http"), "not the management port 9000");
         }
 
         @Test
         void scrapeOnTheWrongPath() {
-            assertNoticed(ManifestChecks::monitoring, "ServiceMonitor",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::monitoring, "ServiceMonitor",
                     m -> ((ObjectNode) m.at("/spec/endpoints/0")).put("path", "/metrics"), "Quarkus serves /q/metrics");
         }
 
         @Test
         void alertOnASharedMetricWithoutJob() {
-            assertNoticed(ManifestChecks::monitoring, "PrometheusRule", r -> {
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::monitoring, "PrometheusRule", r -> {
                 ObjectNode rule = (ObjectNode) r.at("/spec/groups/0/rules/0");
                 rule.put("expr", "sum(rate(http_server_requests_seconds_count{status=~\"5..\"}[5m])) > 1");
             }, "filter it on job=\"chargeonce\"");
@@ -369,14 +373,14 @@ class KubernetesManifestsTest {
 
         @Test
         void alertOnAMetricNobodyEmits() {
-            assertNoticed(ManifestChecks::monitoring, "PrometheusRule",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::monitoring, "PrometheusRule",
                     r -> ((ObjectNode) r.at("/spec/groups/0/rules/0")).put("expr", "sum(increase(chargeonce_payouts_total[1h])) > 0"),
                     "uses chargeonce_payouts_total");
         }
 
         @Test
         void missingAlert() {
-            assertNoticed(ManifestChecks::monitoring, "PrometheusRule", r -> {
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::monitoring, "PrometheusRule", r -> {
                 ArrayNode rules = (ArrayNode) r.at("/spec/groups/0/rules");
                 for (int i = rules.size() - 1; i >= 0; i--) {
                     if (rules.get(i).path("expr").asText().contains("chargeonce_stripe_circuit_open")) {
@@ -388,7 +392,7 @@ class KubernetesManifestsTest {
 
         @Test
         void alertOnFaultToleranceMetricsThatAreOff() {
-            assertNoticed(ManifestChecks::monitoring, "PrometheusRule",
+            assertNetworkOrMonitoringNoticed(NetworkAndMonitoringChecks::monitoring, "PrometheusRule",
                     r -> ((ObjectNode) r.at("/spec/groups/0/rules/0")).put("expr",
                             "max by (method) (ft_circuitbreaker_state_current{job=\"chargeonce\", state=\"open\"}) > 0"),
                     "an alert uses ft_* metrics");
@@ -400,10 +404,20 @@ class KubernetesManifestsTest {
         }
 
         private void assertNoticed(Function<ManifestChecks, List<String>> rule, String kind, Consumer<ObjectNode> breakIt, String expected) {
+            assertBreakingNoticed(broken -> rule.apply(checks(broken)), kind, breakIt, expected);
+        }
+
+        private void assertNetworkOrMonitoringNoticed(Function<NetworkAndMonitoringChecks, List<String>> rule, String kind,
+                                                      Consumer<ObjectNode> breakIt, String expected) {
+            assertBreakingNoticed(broken -> rule.apply(networkAndMonitoringChecks(broken)), kind, breakIt, expected);
+        }
+
+        /** Breaks the one resource of that kind in a copy of the manifests and expects the rule to say so. */
+        private void assertBreakingNoticed(Function<Manifests, List<String>> rule, String kind, Consumer<ObjectNode> breakIt, String expected) {
             Manifests broken = manifests.copy();
             Document target = Manifests.single(checks(broken).baseResources(), kind);
             breakIt.accept(target.body());
-            assertMentions(rule.apply(checks(broken)), expected);
+            assertMentions(rule.apply(broken), expected);
         }
     }
 

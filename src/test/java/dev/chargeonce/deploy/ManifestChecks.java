@@ -1,6 +1,5 @@
 package dev.chargeonce.deploy;
 
-import static dev.chargeonce.deploy.Manifests.ofKind;
 import static dev.chargeonce.deploy.Manifests.single;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -8,30 +7,25 @@ import com.fasterxml.jackson.databind.node.TextNode;
 import dev.chargeonce.deploy.Manifests.Document;
 import java.net.URI;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.StreamSupport;
 
 /**
  * The rules the manifests under {@code k8s/} must follow, each a method that returns the problems it finds (empty:
  * the rule holds). Kept apart from the test so that a test can break an in-memory copy of the manifests and see
- * each rule fail.
+ * each rule fail. The workload's rules: kinds, kustomizations, labels, ports, probes, image, environment, security,
+ * shutdown, capacity, database and secrets; the network policy's and monitoring's are
+ * {@link NetworkAndMonitoringChecks}; both read the manifests through {@link ManifestView}.
  */
-final class ManifestChecks {
-
-    static final String BASE_KUSTOMIZATION = "base/kustomization.yaml";
-    static final String SECRET_TEMPLATE = "base/secret.template.yaml";
-    static final String OVERLAY_KUSTOMIZATION = "overlays/production/kustomization.yaml";
+final class ManifestChecks extends ManifestView {
 
     /** apiVersion of every kind the base must hold, exactly once each. */
     static final Map<String, String> BASE_KINDS = Map.of(
@@ -68,29 +62,8 @@ final class ManifestChecks {
     /** Variables read by the base image's run-java.sh: accepted when Dockerfile.jvm documents them. */
     private static final Pattern IMAGE_VARIABLE = Pattern.compile("(JAVA|GC|CONTAINER)_[A-Z0-9_]+");
 
-    /** Alert metrics the service exports only when a feature is on (replica lag, reconciliation). */
-    static final Set<String> METRICS_NOT_YET_EMITTED = Set.of();
-
-    /** Metric names shared by every Quarkus service: alerts must filter them on the scrape's job. */
-    private static final List<String> SHARED_METRICS = List.of("http_server_requests_seconds_count");
-
-    private static final Set<String> STRIPE_EGRESS_EXCLUDED_RANGES = Set.of("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16");
-
-    private final Manifests manifests;
-    private final QuarkusProperties applicationProperties;
-    private final String dockerfile;
-    private final String mainSources;
-
-    /**
-     * @param applicationProperties application.properties for the prod profile
-     * @param dockerfile            the text of src/main/docker/Dockerfile.jvm
-     * @param mainSources           the text of src/main/java, where metric names are registered
-     */
     ManifestChecks(Manifests manifests, QuarkusProperties applicationProperties, String dockerfile, String mainSources) {
-        this.manifests = manifests;
-        this.applicationProperties = applicationProperties;
-        this.dockerfile = dockerfile;
-        this.mainSources = mainSources;
+        super(manifests, applicationProperties, dockerfile, mainSources);
     }
 
     // --- Kinds and kustomizations --------------------------------------------------------------------------------
@@ -265,39 +238,6 @@ final class ManifestChecks {
         }
         problems.check("prod".equals(environment.get("QUARKUS_PROFILE")), "QUARKUS_PROFILE must be prod, is %s", environment.get("QUARKUS_PROFILE"));
         return problems;
-    }
-
-    /**
-     * The container's environment: name -> value, where a value from a Secret reads {@code <secret:name/key>}.
-     * References that lead nowhere (missing ConfigMap, Secret or key) are problems.
-     */
-    Map<String, String> podEnvironment(Problems problems) {
-        Map<String, String> environment = new LinkedHashMap<>();
-        for (JsonNode from : container().path("envFrom")) {
-            if (from.has("configMapRef")) {
-                String name = from.at("/configMapRef/name").asText();
-                Optional<Document> configMap = baseResources().stream().filter(d -> d.kind().equals("ConfigMap") && d.name().equals(name)).findFirst();
-                problems.check(configMap.isPresent(), "envFrom ConfigMap %s is not in the base", name);
-                configMap.ifPresent(c -> c.body().path("data").properties().forEach(e -> environment.put(e.getKey(), e.getValue().asText())));
-            } else {
-                problems.add("envFrom " + from + ": only ConfigMaps; secrets go by key (env[].valueFrom.secretKeyRef)");
-            }
-        }
-        for (JsonNode env : container().path("env")) {
-            String name = env.path("name").asText();
-            JsonNode secretRef = env.at("/valueFrom/secretKeyRef");
-            if (!secretRef.isMissingNode()) {
-                String secret = secretRef.path("name").asText();
-                String key = secretRef.path("key").asText();
-                problems.check(secretTemplateKeys(secret).contains(key), "env %s: secret %s has no key %s in %s", name, secret, key, SECRET_TEMPLATE);
-                environment.put(name, "<secret:" + secret + "/" + key + ">");
-            } else if (env.has("value")) {
-                environment.put(name, env.path("value").asText());
-            } else {
-                problems.add("env " + name + ": only plain values and secretKeyRef are expected");
-            }
-        }
-        return environment;
     }
 
     // --- Security and shutdown -----------------------------------------------------------------------------------
@@ -497,311 +437,5 @@ final class ManifestChecks {
             problems.check(keys.contains(key), "the secret template must have a %s placeholder", key);
         }
         return problems;
-    }
-
-    private Set<String> secretTemplateKeys(String secretName) {
-        Set<String> keys = new HashSet<>();
-        manifests.inFile(SECRET_TEMPLATE).stream().filter(d -> d.name().equals(secretName))
-                .forEach(d -> d.body().path("stringData").properties().forEach(e -> keys.add(e.getKey())));
-        return keys;
-    }
-
-    // --- Network -------------------------------------------------------------------------------------------------
-
-    List<String> networkPolicy() {
-        Problems problems = new Problems();
-        JsonNode spec = networkPolicyDocument().body().path("spec");
-        problems.check(texts(spec.path("policyTypes")).containsAll(List.of("Ingress", "Egress")), "the NetworkPolicy must govern Ingress and Egress");
-        int httpPort = httpPort();
-        int managementPort = managementPort();
-        problems.check(!spec.path("ingress").isEmpty(), "no ingress rule: the API would be unreachable");
-        boolean apiOpen = false;
-        boolean managementOpen = false;
-        for (JsonNode rule : spec.path("ingress")) {
-            problems.check(!rule.path("ports").isEmpty(), "ingress rule %s without ports opens every port", rule);
-            for (JsonNode port : rule.path("ports")) {
-                boolean tcp = port.path("protocol").asText("TCP").equals("TCP");
-                boolean http = port.path("port").asInt(-1) == httpPort || port.path("port").asText().equals("http");
-                boolean management = port.path("port").asInt(-1) == managementPort || port.path("port").asText().equals("management");
-                problems.check((http || management) && tcp, "ingress allows %s; only TCP %d (API) and TCP %d (management) are expected",
-                        port, httpPort, managementPort);
-                apiOpen |= http && tcp;
-                if (management && tcp) {
-                    managementOpen = true;
-                    // Health and metrics are for the monitoring namespace (and the kubelet, which no rule needs):
-                    // never for every peer, never in the clients' rule.
-                    problems.check(!rule.path("from").isEmpty(), "the management port %d is open to every peer (rule %s): allow the monitoring namespace only",
-                            managementPort, rule);
-                    for (JsonNode peer : rule.path("from")) {
-                        problems.check(peer.has("namespaceSelector") && !peer.at("/namespaceSelector/matchLabels").isEmpty() && !peer.has("ipBlock"),
-                                "the management port %d is open to %s: allow the monitoring namespace only (a namespaceSelector with matchLabels)",
-                                managementPort, peer);
-                    }
-                }
-            }
-        }
-        problems.check(apiOpen, "no ingress rule allows the API port %d", httpPort);
-        problems.check(managementOpen, "no ingress rule lets the monitoring namespace reach the management port %d (Prometheus scrapes it)", managementPort);
-        Set<String> egress = new HashSet<>();
-        for (JsonNode rule : spec.path("egress")) {
-            problems.check(!rule.path("ports").isEmpty(), "egress rule %s without ports opens every port", rule);
-            problems.check(!rule.path("to").isEmpty(), "egress rule %s without `to` reaches every address", rule);
-            for (JsonNode port : rule.path("ports")) {
-                String protocolPort = port.path("protocol").asText("TCP") + "/" + port.path("port").asText();
-                egress.add(protocolPort);
-                switch (protocolPort) {
-                    case "TCP/5432" -> problems.check(rule.path("to").size() == 1
-                                    && cluster().name().equals(rule.at("/to/0/podSelector/matchLabels/cnpg.io~1cluster").asText()),
-                            "PostgreSQL egress must go to the pods of Cluster %s only", cluster().name());
-                    case "UDP/53", "TCP/53" -> problems.check(rule.path("to").size() == 1
-                                    && "kube-dns".equals(rule.at("/to/0/podSelector/matchLabels/k8s-app").asText())
-                                    && "kube-system".equals(rule.at("/to/0/namespaceSelector/matchLabels/kubernetes.io~1metadata.name").asText()),
-                            "DNS egress must go to kube-dns in kube-system only");
-                    case "TCP/443" -> {
-                        for (JsonNode to : rule.path("to")) {
-                            problems.check(to.has("ipBlock") && !to.has("podSelector") && !to.has("namespaceSelector"),
-                                    "HTTPS egress (Stripe) goes to public addresses only");
-                            if (to.at("/ipBlock/cidr").asText().equals("0.0.0.0/0")) {
-                                problems.check(texts(to.at("/ipBlock/except")).containsAll(STRIPE_EGRESS_EXCLUDED_RANGES),
-                                        "HTTPS egress must exclude the private ranges %s", STRIPE_EGRESS_EXCLUDED_RANGES);
-                            }
-                        }
-                    }
-                    default -> problems.add("egress allows " + protocolPort + ": only PostgreSQL, DNS and Stripe are expected");
-                }
-            }
-        }
-        problems.check(egress.containsAll(Set.of("TCP/5432", "UDP/53", "TCP/53", "TCP/443")),
-                "egress must allow PostgreSQL (TCP 5432), DNS (UDP and TCP 53) and Stripe (TCP 443), allows %s", egress);
-        return problems;
-    }
-
-    // --- Monitoring ----------------------------------------------------------------------------------------------
-
-    List<String> monitoring() {
-        Problems problems = new Problems();
-        String metricsPath = managementRoot() + "/" + trimSlashes(applicationProperties.value("quarkus.micrometer.export.prometheus.path").orElse("metrics"));
-        Map<String, JsonNode> servicePorts = new HashMap<>();
-        service().body().at("/spec/ports").forEach(p -> servicePorts.put(p.path("name").asText(), p));
-        JsonNode endpoints = serviceMonitor().body().at("/spec/endpoints");
-        problems.check(!endpoints.isEmpty(), "the ServiceMonitor has no endpoints");
-        for (JsonNode endpoint : endpoints) {
-            JsonNode servicePort = servicePorts.get(endpoint.path("port").asText());
-            problems.check(servicePort != null, "ServiceMonitor port %s is not a Service port name %s", endpoint.path("port"), servicePorts.keySet());
-            int target = servicePort == null ? -1 : containerPort(servicePort.path("targetPort")).orElse(-1);
-            problems.check(servicePort == null || target == managementPort(),
-                    "ServiceMonitor scrapes Service port %s, which leads to container port %d, not the management port %d (the API port serves no metrics)",
-                    endpoint.path("port"), target, managementPort());
-            problems.check(endpoint.path("path").asText().equals(metricsPath), "ServiceMonitor path %s, Quarkus serves %s", endpoint.path("path"), metricsPath);
-        }
-        // Without jobLabel the Prometheus Operator names the job after the Service.
-        String job = serviceMonitor().body().at("/spec/jobLabel").isMissingNode() ? service().name() : null;
-        problems.check(job != null, "the alerts assume job=<Service name>: do not set spec.jobLabel");
-
-        List<JsonNode> alerts = new ArrayList<>();
-        prometheusRule().body().at("/spec/groups").forEach(g -> g.path("rules").forEach(alerts::add));
-        String allExpressions = String.join("\n", alerts.stream().map(a -> a.path("expr").asText()).toList());
-        Map<String, String> required = new LinkedHashMap<>();
-        required.put("replica lag over 1 s", "chargeonce_replica_lag_seconds");
-        required.put("duplicate or missing charges found by reconciliation", "chargeonce_reconciliation_findings_total");
-        required.put("two payments or refunds for one key (open findings)", "chargeonce_reconciliation_open_findings{kind=~\"duplicate_payment_intents|duplicate_refunds\"}");
-        required.put("reconciliation not running", "chargeonce_reconciliation_last_completed_timestamp_seconds");
-        required.put("rows processing long after their claim (by age, not by lease)", "chargeonce_processing_overdue_rows");
-        required.put("any row parked for reconciliation", "chargeonce_reconciliation_rows");
-        required.put("rows left with an expired lease (no recovery worker)", "chargeonce_processing_expired_rows");
-        required.put("rows past the key horizon", "chargeonce_reconciliation_parked_total");
-        required.put("circuit open", "chargeonce_stripe_circuit_open");
-        required.put("elevated 5xx", "http_server_requests_seconds_count");
-        required.put("Kafka commands waiting (consumer lag)", "chargeonce_kafka_consumer_lag");
-        required.put("Kafka results not published (outbox backlog)", "chargeonce_kafka_outbox_oldest_age_seconds");
-        required.put("Kafka poison records", "chargeonce_kafka_dead_letters_total");
-        required.forEach((what, metric) -> problems.check(allExpressions.contains(metric), "no alert for %s (%s)", what, metric));
-        problems.check(allExpressions.matches("(?s).*chargeonce_replica_lag_seconds\\S*\\)?\\s*>\\s*1\\b.*"), "the replica lag alert must fire above 1 s");
-        problems.check(allExpressions.contains("status=~\"5..\""), "the 5xx alert must select status=~\"5..\"");
-        problems.check(allExpressions.matches("(?s).*chargeonce_stripe_circuit_open\\S*\\)?\\s*>\\s*0\\b.*"),
-                "the circuit alert must fire while a circuit is open (chargeonce_stripe_circuit_open > 0)");
-        // Fault Tolerance's own metrics are off (a registry lookup per Stripe call): an alert on them would never fire.
-        problems.check(!applicationProperties.value("quarkus.fault-tolerance.metrics.enabled").orElse("true").equals("false")
-                || !allExpressions.matches("(?s).*\\bft_[a-z_]+.*"), "an alert uses ft_* metrics, which quarkus.fault-tolerance.metrics.enabled=false turns off");
-        for (JsonNode alert : alerts) {
-            String name = alert.path("alert").asText("<recording rule>");
-            String expr = alert.path("expr").asText();
-            problems.check(Set.of("critical", "warning").contains(alert.at("/labels/severity").asText()), "alert %s needs severity critical or warning", name);
-            problems.check(!alert.at("/annotations/summary").asText().isBlank(), "alert %s needs a summary", name);
-            for (String shared : SHARED_METRICS) {
-                Matcher use = Pattern.compile(shared + "(\\{[^}]*})?").matcher(expr);
-                while (use.find()) {
-                    problems.check(use.group(1) != null && use.group(1).contains("job=\"" + job + "\""),
-                            "alert %s: %s is shared by every Quarkus service, filter it on job=\"%s\"", name, shared, job);
-                }
-            }
-            Matcher ours = Pattern.compile("\\bchargeonce_[a-z0-9_]+").matcher(expr);
-            while (ours.find()) {
-                String metric = ours.group();
-                problems.check(METRICS_NOT_YET_EMITTED.contains(metric) || emittedByCode(metric),
-                        "alert %s uses %s, which no meter in src/main/java registers", name, metric);
-            }
-        }
-        return problems;
-    }
-
-    /** Whether a Micrometer meter with this Prometheus name is registered in src/main/java (by its dotted name). */
-    private boolean emittedByCode(String prometheusName) {
-        String base = prometheusName.replaceFirst("_total$", "").replaceFirst("_seconds$", "");
-        return mainSources.contains("\"" + base.replace('_', '.') + "\"") || mainSources.contains("\"" + prometheusName.replace('_', '.') + "\"");
-    }
-
-    // --- Accessors -----------------------------------------------------------------------------------------------
-
-    /**
-     * The base's resources but the Grafana dashboards (ConfigMaps for Grafana's sidecar, not for the service: they
-     * are checked by DashboardTest and k8s/validate.mjs).
-     */
-    List<Document> baseResources() {
-        return allBaseResources().stream().filter(d -> !isDashboard(d)).toList();
-    }
-
-    private List<Document> allBaseResources() {
-        Document kustomization = single(manifests.inFile(BASE_KUSTOMIZATION), "Kustomization");
-        return manifests.inFiles(texts(kustomization.body().path("resources")).stream().map(r -> "base/" + r).toList());
-    }
-
-    static boolean isDashboard(Document d) {
-        return d.kind().equals("ConfigMap") && d.body().at("/metadata/labels/grafana_dashboard").isTextual();
-    }
-
-    /** The dashboards of the base (exactly one is expected: see {@link #kinds}). */
-    List<Document> dashboards() {
-        return allBaseResources().stream().filter(ManifestChecks::isDashboard).toList();
-    }
-
-    Document deployment() {
-        return single(baseResources(), "Deployment");
-    }
-
-    Document service() {
-        return single(baseResources(), "Service");
-    }
-
-    Document configMap() {
-        return single(baseResources(), "ConfigMap");
-    }
-
-    Document hpa() {
-        return single(baseResources(), "HorizontalPodAutoscaler");
-    }
-
-    Document pdb() {
-        return single(baseResources(), "PodDisruptionBudget");
-    }
-
-    Document networkPolicyDocument() {
-        return single(baseResources(), "NetworkPolicy");
-    }
-
-    Document serviceMonitor() {
-        return single(baseResources(), "ServiceMonitor");
-    }
-
-    Document prometheusRule() {
-        return single(baseResources(), "PrometheusRule");
-    }
-
-    Document cluster() {
-        return single(baseResources(), "Cluster");
-    }
-
-    JsonNode podSpec() {
-        return deployment().body().at("/spec/template/spec");
-    }
-
-    JsonNode container() {
-        JsonNode containers = podSpec().path("containers");
-        if (containers.size() != 1) {
-            throw new AssertionError("expected one container in the Deployment, found " + containers.size());
-        }
-        return containers.get(0);
-    }
-
-    /** application.properties as the pod sees it: with the Deployment's environment on top. */
-    QuarkusProperties effectiveProperties() {
-        return applicationProperties.withEnvironment(podEnvironment(new Problems()));
-    }
-
-    int httpPort() {
-        return effectiveProperties().value("quarkus.http.port").map(Integer::parseInt).orElse(8080);
-    }
-
-    boolean managementEnabled() {
-        return Boolean.parseBoolean(applicationProperties.value("quarkus.management.enabled").orElse("false"));
-    }
-
-    int managementPort() {
-        return effectiveProperties().value("quarkus.management.port").map(Integer::parseInt).orElse(9000);
-    }
-
-    /** Where health and metrics are served: under the management interface's root path when it is enabled. */
-    private String managementRoot() {
-        return managementEnabled() ? "/" + trimSlashes(applicationProperties.value("quarkus.management.root-path").orElse("q"))
-                : "/" + trimSlashes(applicationProperties.value("quarkus.http.non-application-root-path").orElse("q"));
-    }
-
-    /** The container port a probe's or Service's port refers to: a number, or the name of a container port. */
-    OptionalInt containerPort(JsonNode reference) {
-        if (reference.isInt()) {
-            return OptionalInt.of(reference.asInt());
-        }
-        for (JsonNode port : container().path("ports")) {
-            if (reference.isTextual() && port.path("name").asText().equals(reference.asText())) {
-                return OptionalInt.of(port.path("containerPort").asInt());
-            }
-        }
-        return OptionalInt.empty();
-    }
-
-    static String imageName(String image) {
-        String withoutDigest = image.contains("@") ? image.substring(0, image.indexOf('@')) : image;
-        int colon = withoutDigest.lastIndexOf(':');
-        return colon > withoutDigest.lastIndexOf('/') ? withoutDigest.substring(0, colon) : withoutDigest;
-    }
-
-    /** A Kubernetes quantity as a number: CPU in cores ("250m" = 0.25), memory in bytes ("512Mi"). */
-    static double quantity(String value) {
-        Matcher m = Pattern.compile("([0-9.]+)(m|Ki|Mi|Gi|Ti|k|M|G|T)?").matcher(value);
-        if (!m.matches()) {
-            throw new AssertionError("not a quantity: " + value);
-        }
-        double amount = Double.parseDouble(m.group(1));
-        String unit = m.group(2) == null ? "" : m.group(2);
-        return amount * switch (unit) {
-            case "m" -> 0.001;
-            case "Ki" -> 1024d;
-            case "Mi" -> 1024d * 1024;
-            case "Gi" -> 1024d * 1024 * 1024;
-            case "Ti" -> 1024d * 1024 * 1024 * 1024;
-            case "k" -> 1e3;
-            case "M" -> 1e6;
-            case "G" -> 1e9;
-            case "T" -> 1e12;
-            default -> 1d;
-        };
-    }
-
-    private static String trimSlashes(String path) {
-        return path.replaceAll("^/+|/+$", "");
-    }
-
-    static List<String> texts(JsonNode array) {
-        return StreamSupport.stream(array.spliterator(), false).map(JsonNode::asText).toList();
-    }
-
-    /** A list of problems with a conditional add. */
-    static final class Problems extends ArrayList<String> {
-
-        void check(boolean ok, String format, Object... args) {
-            if (!ok) {
-                add(String.format(format, args));
-            }
-        }
     }
 }
