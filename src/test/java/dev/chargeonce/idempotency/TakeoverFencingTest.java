@@ -35,7 +35,19 @@ import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
 
-/** The store's fencing, statement by statement, against the real database. */
+/**
+ * The store's fences, statement by statement, against the real database: who may still write a row once it has moved
+ * on (taken over, renewed, parked, answered, moved to the next Stripe attempt). Takeovers, and the other writers too:
+ * <ul>
+ *   <li>takeovers: concurrent recovery passes take every expired row over exactly once and nothing else; a retry
+ *       that read the row before its holder renewed, parked or answered it does not take it over;</li>
+ *   <li>claims: sixty-four claims of one new key make one row, on this release's schema and on a rolling deploy's;</li>
+ *   <li>holders: one that lost its lease cannot finish, release, park or move the Stripe attempt; a proof about one
+ *       Stripe attempt moves the row once;</li>
+ *   <li>operators: "nothing was made" waits until no try of the key can still reach Stripe; a finish or requeue acts
+ *       only at the generation the operator saw, never on a row answered since.</li>
+ * </ul>
+ */
 @QuarkusTest
 @WithTestResource(value = PostgresAndSandbox.class, scope = TestResourceScope.GLOBAL)
 class TakeoverFencingTest {
