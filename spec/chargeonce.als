@@ -141,6 +141,7 @@ sig Row {
 var sig Used in Row {}                  -- ids inserted so far
 var sig Parked in Row {}                -- needs_reconciliation
 var sig Aged in Row {}                  -- beyond_horizon: now - stripe_key_first_sent > key-horizon
+var sig HeldByDeleted in Row {}         -- model only: refund rows retention deleted while they held their amount
 
 fun live: set Row { status.Status }
 fun newRow[k: Key, b: Body]: lone Row { rows/min[(Row - Used) & key.k & body.b] }
@@ -1081,6 +1082,15 @@ pred Retention[r: Row] {
   coverage[none] and frame[r, none, none, r.key, none]
 }
 
+-- Deleting a refund row gives nothing back: the charge's amount_reserved still holds a refund that refunded
+-- (only a refund that ends without refunding gives its amount back, in the statement that ends it). The model
+-- remembers which deleted rows still hold their amount, so the reservation can be checked after retention too.
+fact deletedRefundsStayReserved {
+  no HeldByDeleted
+  always all r: Row | r in HeldByDeleted' iff
+    (r in HeldByDeleted or (Retention[r] and r.key in RefundKey and r not in released))
+}
+
 pred Stutter {
   coverage[none] and frame[none, none, none, none, none]
 }
@@ -1168,13 +1178,16 @@ pred nothingMadeIsTrue {
 }
 
 -- Refunds never exceed the charge: at Stripe (by Stripe's own rule), and in the service's reservation,
--- which always equals its pending and succeeded refunds and never exceeds the charge.
+-- which always equals its pending and succeeded refunds (those retention deleted included) and never exceeds
+-- the charge.
 fun released: set Row { status.Failed + state.(Fail + Canc) }
 pred refundsWithinCharge {
   all p: Made & okey.ChargeKey |
     (sum f: (Made & ofPI.p) - ostate.(Fail + Canc) | f.okey.amount) <= chargeAmount
-  all c: live & key.ChargeKey |
-    c.reserved = (sum d: (live & key.(charge.c)) - released | d.key.amount) and c.reserved <= chargeAmount
+  all c: live & key.ChargeKey | {
+    c.reserved = (sum d: ((live & key.(charge.c)) - released) + (HeldByDeleted & key.(charge.c)) | d.key.amount)
+    c.reserved <= chargeAmount
+  }
 }
 
 -- The unique index: one row per key.
@@ -1244,7 +1257,7 @@ pred searchOnly { no OldKeyRule and no OldAbsenceRule and some SearchInsteadOfLi
 -- Charges: one client key, two rows (a row lost and the key claimed again; or a charge paid before the trace and
 -- lost), two holders (request drivers, retrying clients and recovery workers on any instance share them: a holder
 -- is a thread, its role is what it does), two tries in flight, two Stripe objects, two Stripe attempts, one body (a
--- retry with another body is refused before anything changes: claimExisting). "7..7 steps": traces of exactly 7
+-- retry with another body is refused before anything changes: claimExisting). "6..6 steps": traces of exactly 6
 -- states, which also covers every shorter trace (any trace can stutter, and a lasso can be unrolled).
 -- Refunds: a charge paid before the trace and two refund keys on it (1 or 2 units each, of 2).
 
@@ -1263,6 +1276,17 @@ check RefundsWithinCharge { currentDesign implies always (refundsSafe and neverB
 check NeverBackwards { currentDesign implies always neverBackwards }
   for 2 but 1 ChargeKey, 0 RefundKey, 2 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 0
 
+-- Depth. The known double charges need up to 8 states, and the charge checks above (two rows and two holders
+-- at once) stop at 6. So every charge property is also checked at 8 states, in the two scopes the known bugs
+-- live in: one row with two holders (a request, a retry, a recovery worker racing on one row: every mutant
+-- the table calls load-bearing, and OldAbsenceRule, SearchInsteadOfList), and two rows with one holder (a row
+-- lost, and the key claimed again: OldKeyRule, found there at 8 states).
+check ChargesAtDepthOneRow { currentDesign implies always (chargesSafe and neverBackwards) }
+  for 2 but 1 ChargeKey, 0 RefundKey, 1 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 8..8 steps expect 0
+
+check ChargesAtDepthOneHolder { currentDesign implies always (chargesSafe and neverBackwards) }
+  for 2 but 1 ChargeKey, 0 RefundKey, 2 Row, 1 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 8..8 steps expect 0
+
 check EveryRowEnds { (currentDesign and fair) implies everyRowEnds }
   for 2 but 1 ChargeKey, 0 RefundKey, 1 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 0
 
@@ -1280,7 +1304,7 @@ check EveryRowEndsNeedsRecovery { (currentDesign and fairButNoRecovery) implies 
 -- A row lost after the charge (OldKeyRule): the retry's new row has another id, so Stripe answers its key with
 -- idempotency_error, read as a 5xx; the lookup by the new row's id finds nothing; the next attempt charges again.
 check OldKeyRuleDoubleCharges { oldKeyRuleOnly implies always noDoubleCharge }
-  for 2 but 1 ChargeKey, 0 RefundKey, 2 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 8 steps expect 1
+  for 2 but 1 ChargeKey, 0 RefundKey, 2 Row, 1 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 8 steps expect 1
 
 -- A new attempt while the previous request still ran at Stripe (OldAbsenceRule): an edge 5xx marked the row, the
 -- next driver listed at once, found nothing yet, and sent the next key; both requests charged.
