@@ -1271,7 +1271,7 @@ check NothingMadeIsTrue { currentDesign implies always nothingMadeIsTrue }
   for 2 but 1 ChargeKey, 0 RefundKey, 2 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 0
 
 check RefundsWithinCharge { currentDesign implies always (refundsSafe and neverBackwards) }
-  for 3 but 1 ChargeKey, 2 RefundKey, 3 Row, 1 Holder, 1 Req, 3 Obj, 1 Attempt, 1 Body, 4..4 steps expect 0
+  for 3 but 1 ChargeKey, 2 RefundKey, 3 Row, 1 Holder, 1 Req, 3 Obj, 1 Attempt, 1 Body, 5..5 steps expect 0
 
 check NeverBackwards { currentDesign implies always neverBackwards }
   for 2 but 1 ChargeKey, 0 RefundKey, 2 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 0
