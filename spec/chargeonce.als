@@ -1287,6 +1287,13 @@ check ChargesAtDepthOneRow { currentDesign implies always (chargesSafe and never
 check ChargesAtDepthOneHolder { currentDesign implies always (chargesSafe and neverBackwards) }
   for 2 but 1 ChargeKey, 0 RefundKey, 2 Row, 1 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 8..8 steps expect 0
 
+-- Two client keys: an object made for one key never answers the other's row. What a second key adds is where an
+-- object could be taken for another key's: an operator attaching what a list found, an event found by identity.
+-- Each is one step once the object exists, so 4 states hold them (the attach's counterexample needs 3); two keys
+-- double the state, and 6 states took minutes.
+check ChargesTwoKeys { currentDesign implies always (chargesSafe and neverBackwards) }
+  for 2 but 2 ChargeKey, 0 RefundKey, 2 Row, 1 Holder, 1 Req, 2 Obj, 1 Attempt, 1 Body, 4..4 steps expect 0
+
 check EveryRowEnds { (currentDesign and fair) implies everyRowEnds }
   for 2 but 1 ChargeKey, 0 RefundKey, 1 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 6..6 steps expect 0
 
