@@ -1278,8 +1278,8 @@ check NeverBackwards { currentDesign implies always neverBackwards }
 
 -- Depth. The known double charges need up to 8 states, and the charge checks above (two rows and two holders
 -- at once) stop at 6. So every charge property is also checked at 8 states, in the two scopes the known bugs
--- live in: one row with two holders (a request, a retry, a recovery worker racing on one row: every mutant
--- the table calls load-bearing, and OldAbsenceRule, SearchInsteadOfList), and two rows with one holder (a row
+-- live in: one row with two holders (a request, a retry, a recovery worker racing on one row: the one-key charge
+-- mutants the table calls load-bearing, and OldAbsenceRule, SearchInsteadOfList), and two rows with one holder (a row
 -- lost, and the key claimed again: OldKeyRule, found there at 8 states).
 check ChargesAtDepthOneRow { currentDesign implies always (chargesSafe and neverBackwards) }
   for 2 but 1 ChargeKey, 0 RefundKey, 1 Row, 2 Holder, 2 Req, 2 Obj, 2 Attempt, 1 Body, 8..8 steps expect 0
